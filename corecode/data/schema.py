@@ -1,0 +1,53 @@
+"""One problem schema for every source (HumanEval, MBPP, composite, CodeContests, ...).
+
+Function-call and stdin/stdout problems both fit it; the sandbox reads nothing else.
+Values in ``TestCase.input`` / ``TestCase.output`` are plain Python literals (what ``ast.literal_eval`` accepts),
+stored as their ``repr`` strings so tuples, sets and dicts with int keys survive a JSON round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+IOMode = Literal["function", "stdio"]
+
+
+class TestCase(BaseModel):
+    """One test. For ``function`` problems ``input`` is ``repr`` of the argument list; for ``stdio`` it is stdin.
+
+    ``output`` is the expected value (``repr`` for functions, expected stdout for stdio), or ``None`` when it must be
+    computed by running the trusted reference solution.
+    """
+
+    __test__ = False  # not a pytest class
+    model_config = ConfigDict(extra="forbid")
+
+    input: str
+    output: str | None = None
+
+
+class Problem(BaseModel):
+    """A programming problem with its tests. ``prompt`` is what a model is shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    source: str
+    split: str = "test"
+    prompt: str
+    io_mode: IOMode = "function"
+    entry_point: str | None = None
+    # Trusted human-eval style test code defining ``check(candidate)``; run only outside the untrusted process.
+    check_code: str | None = None
+    tests: list[TestCase] = Field(default_factory=list)
+    reference_solution: str | None = None
+    # Gold plan in the project's plan format, where a source has one (composite does).
+    plan: str | None = None
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    # Float tolerance for comparing outputs (absolute and relative); None means exact comparison.
+    float_tol: float | None = None
+    time_limit_s: float | None = None
+    memory_limit_mb: int | None = None
