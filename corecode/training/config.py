@@ -1,11 +1,6 @@
-"""Parameters of the ``sft`` and ``grpo`` sections of params.yaml."""
+"""Parameters of the ``sft`` and ``grpo`` sections of params.yaml (defined beside their trainers)."""
 
-from pydantic import BaseModel, ConfigDict
+from corecode.training.grpo_config import GRPOParams
+from corecode.training.sft_config import SFTParams
 
-
-class SFTParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GRPOParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+__all__ = ["GRPOParams", "SFTParams"]

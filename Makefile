@@ -1,0 +1,47 @@
+# corecode: the two commands of the README, plus helpers.
+#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro)
+#   make test  set up .venv and run the whole test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch lies on the project's machines; on a GPU box set TORCH_SPEC to the CUDA build you want.
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: setup sandbox-deps run test test-fast prefect mlflow-ui clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+# The sandbox isolates untrusted code with bubblewrap (namespaces, read-only root); install it when we can.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "bubblewrap (bwrap) is not installed: install it (e.g. 'sudo apt-get install bubblewrap')" >&2; exit 1; fi; }
+
+setup: $(STAMP) sandbox-deps
+
+run: setup
+	$(BIN)/dvc repro
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# Local Prefect server + workers (see docs/prefect.md) and the MLflow UI on the pipeline's sqlite store.
+prefect: setup
+	bash flows/start_local.sh
+
+mlflow-ui: setup
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
+
+clean-venv:
+	rm -rf $(VENV)

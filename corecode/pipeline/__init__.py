@@ -1,0 +1,1 @@
+"""Pipeline glue: the stages that tie packages together (evaluate every method, collect metrics)."""

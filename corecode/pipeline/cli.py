@@ -1,0 +1,50 @@
+"""CLI for the pipeline glue stages: ``evaluate`` (one method) and ``metrics`` (collect + compare)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("evaluate")
+    def evaluate(
+        method: str = typer.Option(..., "--method", "-m", help="Team name in agents.teams to evaluate."),
+        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file."),
+    ) -> None:
+        """Evaluate one method on every benchmark in evaluate.benchmarks (DVC stage evaluate@METHOD)."""
+        from corecode.config import load_params
+        from corecode.pipeline.evaluate import evaluate_method
+        from corecode.tracking.runs import stage_run
+
+        params = load_params(params_file)
+        with stage_run(f"evaluate_{method}", params):
+            summary = evaluate_method(method, params)
+            _log_summary(summary)
+        for bench, s in summary["benchmarks"].items():
+            gain = f"  collaboration_gain={s['collaboration_gain']:+.3f}" if "collaboration_gain" in s else ""
+            typer.echo(f"{method} {bench}: pass@1={s['pass_at_1']:.3f}{gain}")
+
+    @app.command("metrics")
+    def metrics(params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file.")) -> None:
+        """Collect every method's evaluation into data/reports/metrics.json with paired bootstrap comparisons."""
+        from corecode.config import load_params
+        from corecode.pipeline.metrics import METRICS_FILE, collect_metrics
+
+        m = collect_metrics(load_params(params_file))
+        for c in m["comparisons"]:
+            typer.echo(f"{c['a']} vs {c['b']} on {c['benchmark']}: delta={c['delta']:+.3f} p={c['p_value']:.4f}")
+        typer.echo(f"wrote {METRICS_FILE}")
+
+
+def _log_summary(summary: dict) -> None:
+    """Evaluation numbers into the stage's MLflow run, when one is active."""
+    import mlflow
+
+    from corecode.evaluation.aggregate import flat_metrics
+
+    if mlflow.active_run() is None:
+        return
+    for bench, s in summary["benchmarks"].items():
+        mlflow.log_metrics(flat_metrics(s, bench))

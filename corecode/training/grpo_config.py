@@ -1,0 +1,121 @@
+"""Parameters of the ``grpo`` section of params.yaml: collaborative (Planner -> Coder) and MAGRPO team GRPO.
+
+Field names follow TRL's ``GRPOConfig`` where the knob means the same thing (``loss_type``, ``beta``, ``epsilon``,
+``scale_rewards``, ``temperature``, ``learning_rate``, ...). Defaults suit the embedded tiny CPU profile.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CoderRewardWeights(BaseModel):
+    """MAGRPO-style shaping of a program's reward; the total is a weighted sum of terms in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    syntax: float = Field(0.1, description="Code was extracted and parses (verdict is not syntax_error).")
+    runs: float = Field(0.1, description="Program ran without crashing, timing out or exceeding memory.")
+    tests: float = Field(0.6, description="Per-test credit: weight times the fraction of tests passed.")
+    passed: float = Field(0.2, description="Bonus when every test passes.")
+    time: float = Field(0.0, description="Efficiency: reference wall time / program wall time (clipped to 1), "
+                                         "only for passing programs. Non-deterministic: keep 0 for exact resumes.")
+    memory: float = Field(0.0, description="Efficiency: reference peak memory / program peak memory (clipped to 1), "
+                                           "only for passing programs (CoRe-Code's Coder memory term).")
+
+
+class PlannerRewardWeights(BaseModel):
+    """The Planner's reward: credit flows through the partner (the Coder's results under the plan)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    coder: float = Field(1.0, description="Mean Coder reward over the G_c programs written from this plan.")
+    plan_format: float = Field(0.1, description="The plan is well formed (<plan> tags and numbered steps).")
+    guidance: float = Field(0.0, description="PTA-GRPO-style guidance quality: fraction of the plan's programs that "
+                                             "pass every test (rewards plans that lead to complete solutions).")
+    time: float = Field(0.0, description="CoRe-Code's Planner time-efficiency term: mean reference/program wall "
+                                         "time over the plan's passing programs. Non-deterministic.")
+
+
+class MAGRPORewardWeights(BaseModel):
+    """MAGRPO's tiered shared reward for helper/main code collaboration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    helper_defined: float = Field(0.1, description="The helper's completion defines the helper function `aux`.")
+    main_defined: float = Field(0.1, description="The main agent's completion defines the entry point.")
+    parses: float = Field(0.1, description="Helper + main together parse as Python.")
+    tests: float = Field(0.6, description="Fraction of tests passed by the joint program.")
+    uses_helper: float = Field(0.1, description="The main function calls the helper `aux`.")
+
+
+class GRPOParams(BaseModel):
+    """Team GRPO (``corecode grpo-team``) and MAGRPO (``corecode grpo-magrpo``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Models and data
+    planner_model: str = Field("data/checkpoints/sft_planner", description="Planner start (and KL reference).")
+    coder_model: str = Field("data/checkpoints/sft_coder", description="Coder start (and KL reference).")
+    planner_output: str = Field("data/checkpoints/grpo_planner", description="Final Planner (save_pretrained).")
+    coder_output: str = Field("data/checkpoints/grpo_coder", description="Final Coder (save_pretrained).")
+    train_problems: str = Field("data/processed/composite_train.jsonl", description="Problem JSONL to train on.")
+    val_problems: str = Field("data/processed/composite_val.jsonl", description="Problem JSONL for Collaboration Gain.")
+    checkpoint_dir: str = Field("data/checkpoints/grpo_team_state", description="Resumable training checkpoints.")
+    log_path: str = Field("data/reports/train/grpo_team.json", description="Per-step log (JSON list) for dvc plots.")
+
+    # Rollout shape
+    problems_per_step: int = Field(2, ge=1, description="Problems per step (per process).")
+    num_plans: int = Field(2, ge=1, description="G_p: plans the Planner samples per problem.")
+    num_programs: int = Field(2, ge=1, description="G_c: programs the Coder samples per plan.")
+    max_plan_tokens: int = Field(64, ge=1, description="Max new tokens of a plan.")
+    max_code_tokens: int = Field(96, ge=1, description="Max new tokens of a program.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature in rollouts.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling in rollouts.")
+    generation_batch_size: int = Field(16, ge=1, description="Prompts per generate call; scoring of one chunk "
+                                                              "overlaps generation of the next.")
+    static_cache: bool = Field(False, description="Static KV cache in generate (GPU speed-up; CPU: off).")
+
+    # Optimisation (TRL GRPOConfig names)
+    max_steps: int = Field(4, ge=1, description="Optimizer steps (each step = one rollout batch).")
+    learning_rate: float = Field(1e-4, gt=0, description="AdamW learning rate (both roles).")
+    lr_scheduler_type: str = Field("constant", description="transformers scheduler name (linear, cosine, constant).")
+    warmup_steps: int = Field(0, ge=0, description="Scheduler warmup steps.")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping per role.")
+    micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
+    loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("grpo", description="TRL loss aggregation variant.")
+    beta: float = Field(0.0, ge=0, description="KL coefficient to the frozen SFT policy (0: no reference model).")
+    epsilon: float = Field(0.2, gt=0, description="Lower clip range of the importance ratio.")
+    epsilon_high: float | None = Field(None, description="Upper clip range (DAPO); None: same as epsilon.")
+    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="Advantage std scaling (TRL).")
+    schedule: Literal["joint", "alternate"] = Field("joint", description="Update both roles every step, or "
+                                                    "alternate Planner stage / Coder stage (CoRe-Code).")
+    alternate_every: int = Field(1, ge=1, description="Steps per stage when schedule=alternate.")
+
+    # Rewards
+    coder_reward: CoderRewardWeights = Field(default_factory=CoderRewardWeights)
+    planner_reward: PlannerRewardWeights = Field(default_factory=PlannerRewardWeights)
+    magrpo_reward: MAGRPORewardWeights = Field(default_factory=MAGRPORewardWeights)
+    num_generations: int = Field(4, ge=2, description="MAGRPO: G generations per agent (joint groups of size G).")
+    magrpo_helper_model: str = Field("data/checkpoints/sft_coder", description="MAGRPO helper start.")
+    magrpo_main_model: str = Field("data/checkpoints/sft_coder", description="MAGRPO main start.")
+    magrpo_helper_output: str = Field("data/checkpoints/magrpo_helper", description="MAGRPO helper output.")
+    magrpo_main_output: str = Field("data/checkpoints/magrpo_main", description="MAGRPO main output.")
+    magrpo_checkpoint_dir: str = Field("data/checkpoints/magrpo_state", description="MAGRPO resumable checkpoints.")
+    magrpo_log_path: str = Field("data/reports/train/grpo_magrpo.json", description="MAGRPO per-step log.")
+
+    # Checkpoints, evaluation, logging
+    save_steps: int = Field(2, ge=1, description="Write a resumable checkpoint every N steps.")
+    save_total_limit: int = Field(2, ge=1, description="Keep the newest N checkpoints.")
+    resume: bool = Field(True, description="Continue from the newest checkpoint in checkpoint_dir if there is one.")
+    eval_steps: int = Field(2, ge=0, description="Collaboration Gain on the val subset every N steps (0: only at end).")
+    eval_problems: int = Field(8, ge=0, description="Size of the val subset for Collaboration Gain (0: skip).")
+
+    # Hardware
+    bf16: bool = Field(False, description="bf16 autocast (GPU).")
+    gradient_checkpointing: bool = Field(False, description="Gradient checkpointing in both role models.")
+    planner_device: str | None = Field(None, description="Device of the Planner (e.g. cuda:0); None: accelerator's.")
+    coder_device: str | None = Field(None, description="Device of the Coder (e.g. cuda:1); None: accelerator's.")
