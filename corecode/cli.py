@@ -19,6 +19,15 @@ def main() -> None:
 
 # One line per package that has commands. Keep sorted.
 COMMAND_MODULES = [
+    "corecode.agents.cli",
+    "corecode.data.cli",
+    "corecode.evaluation.cli",
+    "corecode.generation.cli",
+    "corecode.models.cli",
+    "corecode.pipeline.cli",
+    "corecode.sandbox.cli",
+    "corecode.tracking.cli",
+    "corecode.training.cli",
 ]
 
 for _name in COMMAND_MODULES:

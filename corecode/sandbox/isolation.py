@@ -1,0 +1,110 @@
+"""Command lines that start one zygote inside its jail: bubblewrap (default), ``unshare``, or nothing.
+
+bwrap jail: new user, PID, network, IPC, UTS, cgroup and mount namespaces; the filesystem is an empty tmpfs root with
+only the interpreter binary, its standard library and the shared libraries it links against bound read-only, plus a
+private size-capped tmpfs scratch (``/tmp``); no capabilities; no nested user namespaces; dies with the host. When the
+host runs as root the whole thing runs as an unprivileged host uid (``uid_base + worker``), so RLIMIT_NPROC holds and
+host files are guarded by ordinary permissions too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+from corecode.sandbox.config import SandboxParams
+
+SCRATCH = "/tmp"
+WIPED = (SCRATCH, "/dev/shm")  # writable places inside the bwrap jail, emptied after every sample
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested isolation cannot be set up on this machine (message says what is missing)."""
+
+
+@functools.lru_cache(maxsize=8)
+def interpreter_paths(python: str) -> tuple[str, tuple[str, ...]]:
+    """(real interpreter path, directories to bind read-only) for ``python``: stdlib + linked shared libraries."""
+    exe = shutil.which(python) or python
+    if not os.path.exists(exe):
+        raise SandboxUnavailable(f"sandbox.python: interpreter {python!r} not found")
+    real = os.path.realpath(exe)
+    probe = subprocess.run(
+        [real, "-I", "-S", "-c", "import os, sys; print(os.path.dirname(os.__file__)); print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if probe.returncode != 0:
+        raise SandboxUnavailable(f"sandbox.python: {real} does not run: {probe.stderr.strip()}")
+    stdlib = probe.stdout.splitlines()[0]
+    dirs = {stdlib}
+    targets = [real] + [str(p) for p in Path(stdlib, "lib-dynload").glob("*.so")]
+    ldd = subprocess.run(["ldd", *targets], capture_output=True, text=True, timeout=30)
+    for line in ldd.stdout.splitlines():
+        m = re.search(r"(/\S+\.so[^\s]*)", line)
+        if m and os.path.exists(m.group(1)):
+            dirs.add(os.path.dirname(os.path.realpath(m.group(1))))
+            dirs.add(os.path.dirname(m.group(1)))
+    return real, tuple(sorted(dirs))
+
+
+def _bwrap(params: SandboxParams, zygote_src: str, out_fd: int) -> list[str]:
+    if not shutil.which("bwrap"):
+        raise SandboxUnavailable("isolation='bwrap' needs bubblewrap: apt-get install bubblewrap")
+    real, dirs = interpreter_paths(params.python)
+    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1"]
+    cmd += ["--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin", "--setenv", "LANG", "C.UTF-8"]
+    # Merged-/usr systems: /lib, /lib64, /bin are symlinks into /usr; recreate them so the loader path works.
+    bound = set()
+    for top in ("/lib", "/lib64", "/bin"):
+        if os.path.islink(top):
+            cmd += ["--symlink", os.readlink(top), top]
+    for d in dirs:
+        real_d = os.path.realpath(d)
+        if any(real_d == b or real_d.startswith(b + "/") for b in bound):
+            continue
+        if os.path.islink(d) or any(d.startswith(t + "/") for t in ("/lib", "/lib64") if os.path.islink(t)):
+            d = real_d
+        cmd += ["--ro-bind", real_d, d]
+        bound.add(real_d)
+    cmd += ["--ro-bind", real, real]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--size", str(params.scratch_size_mb * 1024 * 1024), "--tmpfs", SCRATCH, "--chdir", SCRATCH]
+    # /dev/shm (POSIX semaphores, multiprocessing) gets its own small tmpfs, wiped after each sample like /tmp;
+    # everything else is read-only, so nothing written by one sample outlives it for the next.
+    cmd += ["--size", str(16 * 1024 * 1024), "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/"]
+    cmd += [real, "-I", "-S", "-B", "-c", zygote_src, str(out_fd), *WIPED]
+    return cmd
+
+
+def zygote_command(params: SandboxParams, zygote_src: str, out_fd: int, scratch: str) -> list[str]:
+    """argv that starts a zygote under ``params.isolation``; it writes test records to ``out_fd``."""
+    if params.isolation == "bwrap":
+        return _bwrap(params, zygote_src, out_fd)
+    real, _ = interpreter_paths(params.python)
+    py = [real, "-I", "-S", "-B", "-c", zygote_src, str(out_fd), scratch]
+    if params.isolation == "unshare":
+        if not shutil.which("unshare"):
+            raise SandboxUnavailable("isolation='unshare' needs util-linux unshare")
+        return ["unshare", "--user", "--pid", "--net", "--ipc", "--uts", "--mount", "--fork", "--kill-child", *py]
+    warnings.warn(
+        "sandbox isolation='none': untrusted code runs with only rlimits, in the host's filesystem and network. "
+        "Use it for debugging only.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return py
+
+
+def run_as(params: SandboxParams, worker: int) -> dict:
+    """Popen keyword arguments that drop root to an unprivileged per-worker uid (no-op when not root)."""
+    if os.geteuid() != 0:
+        return {}
+    uid = params.uid_base + worker
+    return {"user": uid, "group": uid, "extra_groups": []}

@@ -1,0 +1,285 @@
+"""``corecode report``: data/reports/metrics.json + training logs -> report.md and PNG plots.
+
+Input shape (written by the evaluate stage)::
+
+    {"methods": {METHOD: {BENCHMARK: {"pass_at_1": float, "pass_at_k": {"pass_at_5": float, ...},
+                                      "failures": {verdict: count or fraction}, "efficiency": {name: number}}}},
+     "comparisons": [{"a": METHOD, "b": METHOD, "benchmark": BENCHMARK, "delta": float, "p_value": float}]}
+
+``failure_breakdown`` is accepted for ``failures``. Training logs are data/reports/train/*.json (a list of records
+with ``step``, or ``{"log_history": [...]}`` as in ``Trainer.state``) or *.csv with a ``step`` column.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+FAILURE_KEYS = ("failures", "failure_breakdown")
+
+
+class ReportError(ValueError):
+    """metrics.json or a training log is malformed; the message names the file and key."""
+
+
+def load_metrics(path: str | Path) -> dict[str, Any]:
+    """Read and check metrics.json: ``methods`` -> method -> benchmark -> dict with ``pass_at_1``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReportError(f"{path}: metrics file not found (written by the evaluate stage)")
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as e:
+        raise ReportError(f"{path}: not valid JSON: {e}") from None
+    methods = data.get("methods") if isinstance(data, dict) else None
+    if not isinstance(methods, dict) or not methods:
+        raise ReportError(f"{path}: expected a non-empty 'methods' mapping at the top level")
+    for m, benches in methods.items():
+        if not isinstance(benches, dict):
+            raise ReportError(f"{path}: methods.{m}: expected a mapping benchmark -> metrics")
+        for b, res in benches.items():
+            if not isinstance(res, dict) or not isinstance(res.get("pass_at_1"), int | float):
+                raise ReportError(f"{path}: methods.{m}.{b}.pass_at_1: missing or not a number")
+    for i, c in enumerate(data.get("comparisons") or []):
+        missing = {"a", "b", "benchmark", "delta", "p_value"} - set(c)
+        if missing:
+            raise ReportError(f"{path}: comparisons[{i}]: missing {sorted(missing)}")
+    return data
+
+
+def load_train_log(path: str | Path) -> list[dict[str, float]] | None:
+    """Numeric records with a ``step`` from a training log (.json list / log_history, or .csv).
+
+    None for a JSON object that holds no history (e.g. the ``sft_<role>_summary.json`` beside the logs)."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        with path.open(newline="") as f:
+            rows: list[dict] = list(csv.DictReader(f))
+    else:
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as e:
+            raise ReportError(f"{path}: not valid JSON: {e}") from None
+        if isinstance(data, dict):
+            data = next((data[k] for k in ("log_history", "history") if isinstance(data.get(k), list)), None)
+            if data is None:
+                return None
+        if not isinstance(data, list):
+            raise ReportError(f"{path}: expected a list of records or a dict with 'log_history'")
+        rows = data
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "step" not in row:
+            raise ReportError(f"{path}: record {i}: expected an object with a 'step'")
+        rec = {}
+        for k, v in row.items():
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(x):
+                rec[k] = x
+        out.append(rec)
+    return out
+
+
+def _methods_for(data: dict, bench: str) -> list[str]:
+    return [m for m, benches in data["methods"].items() if bench in benches]
+
+
+def benchmarks(data: dict) -> list[str]:
+    seen: dict[str, None] = {}
+    for benches in data["methods"].values():
+        seen.update(dict.fromkeys(benches))
+    return list(seen)
+
+
+def _failures(res: dict) -> dict[str, float]:
+    """Verdict -> fraction of samples (``{"counts", "fractions"}`` as corecode.evaluation writes, or a flat map)."""
+    for k in FAILURE_KEYS:
+        f = res.get(k)
+        if isinstance(f, dict):
+            f = f.get("fractions") or f.get("counts") or f
+            return {v: float(x) for v, x in f.items() if isinstance(x, int | float) and not isinstance(x, bool)}
+    return {}
+
+
+def _efficiency(data: dict, method: str, bench: str) -> dict[str, float]:
+    """Efficiency of passing code: per benchmark result, else the top-level ``efficiency.<method>.<bench>``."""
+    eff = data["methods"][method][bench].get("efficiency")
+    if not eff:
+        eff = ((data.get("efficiency") or {}).get(method) or {}).get(bench)
+    return _numeric(eff if isinstance(eff, dict) else {})
+
+
+def _numeric(d: Any) -> dict[str, float]:
+    return {k: float(v) for k, v in (d or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+# -------------------------------------------------------------------------------------------------------- plots
+
+
+def _bar_groups(ax, groups: list[str], series: dict[str, list[float]], ylabel: str) -> None:
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, values, width, label=label)
+    ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+
+
+def make_plots(data: dict, train_logs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
+    """Write PNGs (pass@k, failures, efficiency per benchmark; one figure per training log); return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def save(fig, name: str) -> None:
+        path = out_dir / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+    for bench in benchmarks(data):
+        methods = _methods_for(data, bench)
+        results = [data["methods"][m][bench] for m in methods]
+        ks = ["pass_at_1"] + sorted({k for r in results for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"},
+                                    key=lambda k: int(k.rsplit("_", 1)[-1]) if k.rsplit("_", 1)[-1].isdigit() else 0)
+        series = {k: [r["pass_at_1"] if k == "pass_at_1" else _numeric(r.get("pass_at_k")).get(k, 0.0)
+                      for r in results] for k in ks}
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
+        _bar_groups(ax, methods, series, "pass rate")
+        ax.set_title(f"pass@k on {bench}")
+        save(fig, f"pass_at_k_{bench}.png")
+
+        fails = [_failures(r) for r in results]
+        verdicts = sorted({v for f in fails for v in f})
+        if verdicts:
+            fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
+            bottom = [0.0] * len(methods)
+            for v in verdicts:
+                vals = [f.get(v, 0.0) for f in fails]
+                ax.bar(methods, vals, bottom=bottom, label=v)
+                bottom = [b + x for b, x in zip(bottom, vals)]
+            ax.set_title(f"failure breakdown on {bench}")
+            ax.tick_params(axis="x", rotation=20)
+            ax.legend(fontsize=8)
+            save(fig, f"failures_{bench}.png")
+
+        effs = [_efficiency(data, m, bench) for m in methods]
+        names = sorted({k for e in effs for k in e})
+        if names:
+            fig, axes = plt.subplots(1, len(names), figsize=(3.5 * len(names), 3.5), squeeze=False)
+            for ax, name in zip(axes[0], names):
+                ax.bar(methods, [e.get(name, 0.0) for e in effs])
+                ax.set_title(name, fontsize=9)
+                ax.tick_params(axis="x", rotation=45, labelsize=7)
+            fig.suptitle(f"efficiency on {bench}")
+            save(fig, f"efficiency_{bench}.png")
+
+    for name, records in train_logs.items():
+        keys = sorted({k for r in records for k in r} - {"step", "epoch"})
+        if not keys:
+            continue
+        cols = min(3, len(keys))
+        rows = math.ceil(len(keys) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+        for ax, key in zip(axes.flat, keys):
+            pts = [(r["step"], r[key]) for r in records if key in r]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None)
+            ax.set_title(key, fontsize=9)
+            ax.set_xlabel("step")
+        for ax in list(axes.flat)[len(keys):]:
+            ax.axis("off")
+        fig.suptitle(f"training: {name}")
+        save(fig, f"train_{name}.png")
+    return written
+
+
+# ------------------------------------------------------------------------------------------------------ markdown
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.3e}"
+    return str(x)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
+    """The report: per-benchmark pass@k, failures and efficiency tables, comparisons, and the plots."""
+    lines = ["# corecode evaluation report", ""]
+    rel = {p.name: p.relative_to(report_dir).as_posix() if p.is_relative_to(report_dir) else str(p) for p in plots}
+    for bench in benchmarks(data):
+        methods = _methods_for(data, bench)
+        results = {m: data["methods"][m][bench] for m in methods}
+        ks = sorted({k for r in results.values() for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"})
+        lines += [f"## {bench}", ""]
+        lines += _table(["method", "pass_at_1", *ks],
+                        [[m, r["pass_at_1"], *(_numeric(r.get("pass_at_k")).get(k, "") for k in ks)]
+                         for m, r in results.items()])
+        verdicts = sorted({v for r in results.values() for v in _failures(r)})
+        if verdicts:
+            lines += ["Failure breakdown (fraction of samples):", ""]
+            lines += _table(["method", *verdicts], [[m, *(_failures(r).get(v, "") for v in verdicts)]
+                                                    for m, r in results.items()])
+        eff = {m: _efficiency(data, m, bench) for m in methods}
+        names = sorted({k for e in eff.values() for k in e})
+        if names:
+            lines += ["Efficiency of passing code:", ""]
+            lines += _table(["method", *names], [[m, *(e.get(k, "") for k in names)] for m, e in eff.items()])
+        for prefix in ("pass_at_k", "failures", "efficiency"):
+            name = f"{prefix}_{bench}.png"
+            if name in rel:
+                lines += [f"![{prefix} on {bench}]({rel[name]})", ""]
+    comps = data.get("comparisons") or []
+    if comps:
+        lines += ["## Paired comparisons", "", "Paired bootstrap over problems; delta = pass@1(a) - pass@1(b).", ""]
+        lines += _table(["a", "b", "benchmark", "delta", "p_value"],
+                        [[c["a"], c["b"], c["benchmark"], float(c["delta"]), float(c["p_value"])] for c in comps])
+    train = [n for n in rel if n.startswith("train_")]
+    if train:
+        lines += ["## Training curves", ""]
+        lines += [f"![{n[6:-4]}]({rel[n]})\n" for n in sorted(train)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def flat_metrics(data: dict) -> dict[str, float]:
+    """``{METHOD.BENCHMARK.pass_at_1: x, ...}`` for MLflow (names never contain '@')."""
+    out = {}
+    for m, benches in data["methods"].items():
+        for b, r in benches.items():
+            out[f"{m}.{b}.pass_at_1"] = float(r["pass_at_1"])
+            for k, v in _numeric(r.get("pass_at_k")).items():
+                out[f"{m}.{b}.{k}"] = v
+    return out
+
+
+def build_report(metrics_path: str | Path, train_dir: str | Path, out_dir: str | Path) -> tuple[Path, list[Path]]:
+    """Write ``out_dir/report.md`` and ``out_dir/plots/*.png``; return (report path, plot paths)."""
+    data = load_metrics(metrics_path)
+    train_dir, out_dir = Path(train_dir), Path(out_dir)
+    logs = {}
+    if train_dir.is_dir():
+        for p in sorted([*train_dir.glob("*.json"), *train_dir.glob("*.csv")]):
+            records = load_train_log(p)
+            if records is not None:
+                logs[p.stem] = records
+    plots = make_plots(data, logs, out_dir / "plots")
+    report = out_dir / "report.md"
+    report.write_text(render_markdown(data, plots, out_dir))
+    return report, plots

@@ -1,0 +1,280 @@
+"""MLflow runs for the pipeline: one parent run per pipeline run, one nested run per DVC stage.
+
+Every DVC stage is its own process, so the stages of one pipeline run must agree on a parent run id. Two ways:
+
+1. ``CORECODE_PARENT_RUN_ID`` in the environment (the Prefect flow and the Makefile set it): used as is; whoever
+   set it opens and closes the parent.
+2. Otherwise: an untracked file (``tracking.parent_run_file``) remembers the last parent and the ``dvc repro``
+   process it belongs to (pid + start time of the nearest ``dvc`` ancestor process). A stage under the same
+   ``dvc repro`` nests under that parent; a stage under another ``dvc repro`` opens a new one. Stages run by hand
+   (no ``dvc`` ancestor) share a parent while it was touched within ``tracking.parent_ttl_hours``. Such a parent is
+   RUNNING while one of its stages runs and FINISHED (or FAILED, if that stage failed) in between, so it never stays
+   RUNNING after the pipeline has stopped.
+
+Stage commands wrap themselves in :func:`stage_run`; TRL/transformers trainers with ``report_to=["mlflow"]`` log
+into the stage's run because transformers' MLflowCallback reuses an active run instead of starting its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from corecode.tracking.config import TrackingParams
+
+PARENT_ENV = "CORECODE_PARENT_RUN_ID"
+# MLflow's limit on a param value (mlflow.utils.validation.MAX_PARAM_VAL_LENGTH); longer values are cut, not dropped.
+_MAX_PARAM_LEN = 6000
+
+
+def tracking_uri(tracking: TrackingParams) -> str:
+    """The effective tracking URI: ``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri``."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or tracking.uri
+
+
+def configure(tracking: TrackingParams) -> str:
+    """Point MLflow at the tracking store and experiment; return the experiment id."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(tracking))
+    return mlflow.set_experiment(tracking.experiment).experiment_id
+
+
+def flatten_params(tree: Mapping[str, Any] | BaseModel, prefix: str = "") -> dict[str, str]:
+    """``{"sft": {"lr": 1e-5}}`` -> ``{"sft.lr": "1e-05"}``: nested sections become dotted keys, values strings."""
+    if isinstance(tree, BaseModel):
+        tree = tree.model_dump(mode="json")
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
+        if isinstance(value, Mapping) and value:
+            out.update(flatten_params(value, prefix=f"{name}."))
+        else:
+            text = json.dumps(value) if isinstance(value, list | tuple | Mapping) else str(value)
+            out[name] = text[:_MAX_PARAM_LEN]
+    return out
+
+
+def git_commit(cwd: str | Path = ".") -> tuple[str, bool] | None:
+    """``(commit sha, dirty)`` of the work tree at ``cwd``, or None outside a git repo."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sha, bool(status.strip())
+
+
+def file_sha256(path: str | Path) -> str | None:
+    """sha256 of a file (``dvc.lock``: identifies the pipeline state a stage started from), None if absent."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def provenance_tags(cwd: str | Path = ".") -> dict[str, str]:
+    """Tags that tie a run to its code and data: git commit (+ dirty flag) and the dvc.lock hash."""
+    tags: dict[str, str] = {}
+    git = git_commit(cwd)
+    if git:
+        tags["mlflow.source.git.commit"] = git[0]
+        tags["corecode.git_commit"] = git[0]
+        tags["corecode.git_dirty"] = str(git[1]).lower()
+    lock = file_sha256(Path(cwd) / "dvc.lock")
+    if lock:
+        tags["corecode.dvc_lock_sha256"] = lock
+    return tags
+
+
+# ---------------------------------------------------------------------------------------------------- parent runs
+
+
+def start_parent_run(tracking: TrackingParams, run_name: str | None = None, tags: dict | None = None) -> str:
+    """Create a RUNNING parent run for one pipeline run and return its id (it is not made the active run)."""
+    from mlflow import MlflowClient
+
+    exp_id = configure(tracking)
+    all_tags = {"corecode.kind": "pipeline", **provenance_tags(), **(tags or {})}
+    run = MlflowClient().create_run(exp_id, run_name=run_name or time.strftime("pipeline-%Y%m%d-%H%M%S"), tags=all_tags)
+    return run.info.run_id
+
+
+def end_parent_run(tracking: TrackingParams, run_id: str, status: str = "FINISHED") -> None:
+    """Close a parent run (``FINISHED`` or ``FAILED``)."""
+    from mlflow import MlflowClient
+
+    configure(tracking)
+    MlflowClient().set_terminated(run_id, status=status)
+
+
+def _open_parent(run_id: str, need_running: bool) -> bool:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = MlflowClient().get_run(run_id)
+    except MlflowException:
+        return False
+    return run.info.lifecycle_stage == "active" and (run.info.status == "RUNNING" or not need_running)
+
+
+def dvc_invocation() -> str | None:
+    """``"dvc:<pid>:<start time>"`` of the ``dvc repro``/``dvc exp run`` process this process runs under, or None.
+
+    DVC runs a stage's command as a child of its own process and exposes no run id, so the nearest ``dvc`` ancestor
+    is what the stages of one ``dvc repro`` have in common (pid + start time: pids are reused).
+    """
+    import psutil
+
+    try:
+        for proc in psutil.Process().parents():
+            cmd = proc.cmdline()
+            if any(Path(c).name in ("dvc", "dvc.exe") or c.endswith("dvc/__main__.py") for c in cmd[:3]) and any(
+                c in ("repro", "exp", "experiments") for c in cmd
+            ):
+                return f"dvc:{proc.pid}:{proc.create_time():.3f}"
+    except psutil.Error:
+        return None
+    return None
+
+
+def resolve_parent_run(tracking: TrackingParams) -> tuple[str, str]:
+    """The parent run id for the current stage and where it came from (``"env"``, ``"file"`` or ``"new"``)."""
+    env_id = os.environ.get(PARENT_ENV)
+    if env_id:
+        if not _open_parent(env_id, need_running=True):
+            raise RuntimeError(f"{PARENT_ENV}={env_id}: no such active, RUNNING MLflow run at {tracking_uri(tracking)}")
+        return env_id, "env"
+    path = Path(tracking.parent_run_file)
+    invocation = dvc_invocation()
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text())
+            run_id, touched = saved["run_id"], float(saved["touched"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise RuntimeError(f"{path}: corrupt parent-run file ({e}); delete it to start a new parent run") from e
+        same = saved.get("invocation") == invocation
+        fresh = invocation is not None or time.time() - touched < tracking.parent_ttl_hours * 3600
+        if same and fresh and _open_parent(run_id, need_running=False):
+            _write_parent_file(path, run_id, invocation)
+            return run_id, "file"
+    tags = {"corecode.dvc_invocation": invocation} if invocation else {}
+    run_id = start_parent_run(tracking, tags=tags)
+    _write_parent_file(path, run_id, invocation)
+    return run_id, "new"
+
+
+def _write_parent_file(path: Path, run_id: str, invocation: str | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"run_id": run_id, "touched": time.time(), "invocation": invocation}))
+    tmp.replace(path)
+
+
+# ----------------------------------------------------------------------------------------------------- stage runs
+
+
+@dataclass
+class StageRun:
+    """Handle on a stage's MLflow run; every method is a no-op when tracking is off (``run_id is None``)."""
+
+    run_id: str | None = None
+    parent_run_id: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.run_id is not None
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        if self.enabled:
+            import mlflow
+
+            mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, step=step, run_id=self.run_id)
+
+    def log_artifacts(self, path: str | Path, artifact_path: str | None = None) -> None:
+        """Log a file or a whole directory under ``artifact_path``; a missing path is an error, not a silent skip."""
+        if not self.enabled:
+            return
+        from mlflow import MlflowClient
+
+        path = Path(path)
+        if path.is_dir():
+            MlflowClient().log_artifacts(self.run_id, str(path), artifact_path)
+        elif path.is_file():
+            MlflowClient().log_artifact(self.run_id, str(path), artifact_path)
+        else:
+            raise FileNotFoundError(f"{path}: cannot log as an artifact: no such file or directory")
+
+    def log_dict(self, data: Any, artifact_file: str) -> None:
+        if self.enabled:
+            import mlflow
+
+            mlflow.log_dict(data, artifact_file, run_id=self.run_id)
+
+
+@contextlib.contextmanager
+def stage_run(
+    stage_name: str,
+    params: BaseModel | Mapping[str, Any] | None = None,
+    tracking: TrackingParams | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Iterator[StageRun]:
+    """Run the body as the active MLflow run of stage ``stage_name``, nested under the pipeline's parent run.
+
+    ``params`` (the whole ``Params`` or any mapping) is logged flattened (``sft.lr``; top-level scalars as
+    ``corecode.seed``); ``tracking`` defaults to ``params.tracking``. The run carries git/dvc.lock tags and, if
+    enabled, system metrics. On an exception the stage run (and a file-managed parent) ends FAILED.
+    """
+    if tracking is None:
+        tracking = getattr(params, "tracking", None) or TrackingParams()
+    if not tracking.enabled:
+        yield StageRun()
+        return
+
+    import mlflow
+    from mlflow import MlflowClient
+
+    configure(tracking)
+    parent_id, source = resolve_parent_run(tracking)
+    owned = source != "env"  # a parent from the file is ours to mark RUNNING / FINISHED around the stage
+    if owned:
+        MlflowClient().update_run(parent_id, status="RUNNING")
+    if tracking.log_system_metrics:
+        mlflow.set_system_metrics_sampling_interval(tracking.system_metrics_interval_s)
+    run_tags = {"corecode.stage": stage_name, "corecode.kind": "stage", **provenance_tags(), **(tags or {})}
+    status = "FAILED"
+    try:
+        with mlflow.start_run(
+            run_name=stage_name,
+            parent_run_id=parent_id,
+            tags=run_tags,
+            log_system_metrics=tracking.log_system_metrics,
+        ) as run:
+            if params is not None:
+                mlflow.log_params(_stage_params(params))
+            yield StageRun(run.info.run_id, parent_id)
+        status = "FINISHED"
+    finally:
+        if owned:
+            MlflowClient().set_terminated(parent_id, status=status)
+
+
+def _stage_params(params: BaseModel | Mapping[str, Any]) -> dict[str, str]:
+    """Flattened params; top-level scalars (``seed``) become ``corecode.seed`` so that they cannot collide with the
+    un-dotted names transformers' MLflowCallback logs into the same run (its ``seed`` is the trainer's)."""
+    return {(k if "." in k else f"corecode.{k}"): v for k, v in flatten_params(params).items()}

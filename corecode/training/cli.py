@@ -1,0 +1,118 @@
+"""Training commands: ``sft``, ``grpo-single``, ``grpo-team``, ``grpo-magrpo``.
+
+``register(app)`` calls one private ``_register_*`` per trainer, so a new trainer adds one function. Heavy imports
+(torch, trl, mlflow, the trainer modules) stay inside the command bodies so ``corecode --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from corecode.paths import PARAMS_FILE
+
+_PARAMS_OPT = typer.Option(PARAMS_FILE, "--params", help="params.yaml to read.")
+_SET_OPT = typer.Option(None, "--set", help="Override a param: KEY=VALUE (dotted key, YAML value); repeatable.")
+
+
+def _load(params_path: Path, overrides: list[str] | None):
+    from corecode.config import ConfigError, load_params
+
+    try:
+        return load_params(params_path, overrides or [])
+    except ConfigError as e:
+        raise typer.BadParameter(str(e), param_hint="--params/--set") from None
+
+
+def _register_sft(app: typer.Typer) -> None:
+    @app.command("sft")
+    def sft(
+        role: str = typer.Option(..., "--role", help="planner | coder | single"),
+        params: Path = _PARAMS_OPT,
+        set_: list[str] = _SET_OPT,
+    ) -> None:
+        """Supervised fine-tuning of one role with TRL's SFTTrainer -> data/checkpoints/sft_<role>/."""
+        from corecode.training.sft_config import ROLES
+
+        if role not in ROLES:
+            raise typer.BadParameter(f"{role!r} is not one of {', '.join(ROLES)}", param_hint="--role")
+        p = _load(params, set_)
+        from corecode.tracking.runs import stage_run
+        from corecode.training.sft import train_sft
+
+        with stage_run(f"sft_{role}", p) as run:
+            res = train_sft(role, p.sft, seed=p.seed, report_to=["mlflow"] if run.enabled else [])
+            run.log_metrics({"final_train_loss": res.train_loss or 0.0, "wall_time_s": res.wall_time_s})
+            if res.eval_loss is not None:
+                run.log_metrics({"final_eval_loss": res.eval_loss})
+            run.log_artifacts(res.log_path, "reports")
+        typer.echo(
+            f"sft {role}: {res.global_step} steps on {res.train_rows} rows in {res.wall_time_s:.1f}s, "
+            f"train loss {res.train_loss:.4f}, val loss {res.eval_loss if res.eval_loss is None else round(res.eval_loss, 4)}"
+            f" -> {res.output_dir}"
+        )
+
+
+def _register_single(app: typer.Typer) -> None:
+    @app.command("grpo-single")
+    def grpo_single(
+        plan_then_code: bool = typer.Option(
+            False, "--plan-then-code", help="PTA-GRPO: one model writes plan + code -> data/checkpoints/pta_grpo/."
+        ),
+        params: Path = _PARAMS_OPT,
+        set_: list[str] = _SET_OPT,
+    ) -> None:
+        """Single-agent GRPO baseline with TRL's GRPOTrainer and sandbox rewards -> data/checkpoints/grpo_single/."""
+        p = _load(params, set_)
+        from corecode.tracking.runs import stage_run
+        from corecode.training.single_grpo import train_grpo_single
+
+        stage = "pta_grpo" if plan_then_code else "grpo_single"
+        with stage_run(stage, p) as run:
+            res = train_grpo_single(p, plan_then_code=plan_then_code, report_to=["mlflow"] if run.enabled else [])
+            run.log_metrics({"wall_time_s": res.wall_time_s, "final_reward_mean": res.final_reward_mean})
+            run.log_artifacts(res.log_path, "reports")
+        typer.echo(
+            f"{stage}: {res.global_step} steps in {res.wall_time_s:.1f}s, reward {res.first_reward_mean:.3f} -> "
+            f"{res.final_reward_mean:.3f} -> {res.output_dir}"
+        )
+
+
+def _register_team(app: typer.Typer) -> None:
+    """``grpo-team`` / ``grpo-magrpo``: thin commands over corecode.training.team_grpo (team-GRPO engineer's module).
+
+    Declared here rather than through ``team_grpo.register_team_commands`` because importing team_grpo loads torch at
+    registration time, which made every ``corecode`` invocation (``--help`` included) take 13-26 s on this machine.
+    """
+
+    def _run(stage: str, fn_name: str, log_attr: str, params_path: Path, overrides: list[str] | None) -> None:
+        import json
+
+        p = _load(params_path, overrides)
+        from corecode.tracking.runs import stage_run
+        from corecode.training import team_grpo
+
+        with stage_run(stage, p) as run:  # the active MLflow run: the trainer logs per-step metrics into it
+            final = getattr(team_grpo, fn_name)(p)
+            run.log_metrics({k.replace("/", "_"): v for k, v in final.items()})
+            log = Path(getattr(p.grpo, log_attr))
+            if log.exists():
+                run.log_artifacts(log, "reports")
+        typer.echo(json.dumps(final, indent=1))
+
+    @app.command("grpo-team")
+    def grpo_team(params: Path = _PARAMS_OPT, set_: list[str] = _SET_OPT) -> None:
+        """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.checkpoint_dir)."""
+        _run("grpo_team", "run_team_grpo", "log_path", params, set_)
+
+    @app.command("grpo-magrpo")
+    def grpo_magrpo(params: Path = _PARAMS_OPT, set_: list[str] = _SET_OPT) -> None:
+        """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo_checkpoint_dir)."""
+        _run("grpo_magrpo", "run_magrpo", "magrpo_log_path", params, set_)
+
+
+def register(app: typer.Typer) -> None:
+    _register_sft(app)
+    _register_single(app)
+    _register_team(app)

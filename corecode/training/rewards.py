@@ -1,0 +1,246 @@
+"""Sandbox-scored rewards for the Coder, the Planner and MAGRPO's helper/main pair.
+
+Shaping (MAGRPO-style): a program earns partial credit for parsing, for running, per passed test, and a bonus for
+passing everything; optional efficiency terms compare the run against the trusted reference solution's run (time,
+peak memory). The Planner earns the mean reward of the programs its plan led to (credit flows through the partner),
+plus a plan-format term, an optional guidance term (PTA-GRPO spirit) and CoRe-Code's optional time term.
+
+``SandboxCodeReward`` is a plain TRL reward function (``f(prompts, completions, **columns) -> list[float]``) so the
+single-agent ``GRPOTrainer`` baseline can pass it as ``reward_funcs``; the team trainer uses the lower-level pieces.
+Everything model-written runs only inside ``corecode.sandbox``.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+from collections.abc import Iterable, Sequence
+
+from corecode.agents.prompts import CODE_OPEN, PLAN_CLOSE, PLAN_OPEN, Extracted
+from corecode.data.schema import Problem
+from corecode.sandbox.types import SampleResult, Verdict
+from corecode.training.grpo_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Extraction: corecode.agents.extract is the shared implementation; these minimal fallbacks keep rewards usable while
+# that module is being built (noted in /work/notes/training-coord.md).
+try:  # pragma: no cover - depends on the agents package's progress
+    from corecode.agents.extract import build_program, extract_code, extract_plan
+except ImportError:  # pragma: no cover
+    _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+
+    def extract_plan(text: str) -> Extracted:
+        if PLAN_OPEN not in text:
+            return Extracted(None, "no <plan> tag")
+        body = text.split(PLAN_OPEN, 1)[1].split(PLAN_CLOSE, 1)[0].strip()
+        return Extracted(body or None, None if body else "empty plan")
+
+    def extract_code(text: str, problem: Problem) -> Extracted:
+        blocks = _FENCE.findall(text) if CODE_OPEN[:3] in text else [text]
+        blocks = [b.strip() for b in blocks if b.strip()]
+        if not blocks:
+            return Extracted(None, "no code")
+        ep = problem.entry_point
+        chosen = next((b for b in blocks if ep and re.search(rf"def\s+{re.escape(ep)}\s*\(", b)), blocks[0])
+        return Extracted(chosen)
+
+    def build_program(problem: Problem, code: str) -> str:
+        ep = problem.entry_point
+        if problem.io_mode == "function" and ep and not re.search(rf"def\s+{re.escape(ep)}\s*\(", code):
+            return problem.prompt + code  # a body completing the prompt's signature (human-eval style)
+        return code
+
+
+_STEP = re.compile(r"^\s*(\d+)[.)]\s+\S", re.M)
+
+
+def plan_format_ok(text: str) -> float:
+    """1.0 when the completion is a plan in the project format: tags present and at least one numbered step."""
+    ex = extract_plan(text)
+    return float(ex.ok and PLAN_CLOSE in text and bool(_STEP.search(ex.value or "")))
+
+
+def parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def completion_text(completion) -> str:
+    """TRL passes strings (standard format) or message lists (conversational); take the assistant text."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return str(completion)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Scores of one program
+
+
+_CRASHED = {
+    Verdict.runtime_error, Verdict.timeout, Verdict.memory_exceeded, Verdict.syntax_error, Verdict.sandbox_error,
+}
+
+
+def _ratio(ref: float | None, got: float) -> float:
+    if not ref or ref <= 0 or got <= 0:
+        return 0.0
+    return min(1.0, ref / got)
+
+
+def coder_reward(
+    result: SampleResult | None,
+    w: CoderRewardWeights,
+    reference: SampleResult | None = None,
+) -> float:
+    """Shaped reward of one program; ``result`` None means no code could be extracted (reward 0)."""
+    if result is None:
+        return 0.0
+    r = 0.0
+    if result.verdict != Verdict.syntax_error:
+        r += w.syntax
+        # "runs": some test ran to completion (a wrong answer still ran); crashes on every test do not count.
+        if result.verdict not in _CRASHED or result.pass_fraction > 0:
+            r += w.runs
+    r += w.tests * result.pass_fraction
+    if result.passed:
+        r += w.passed
+        if reference is not None:
+            r += w.time * _ratio(reference.wall_time_s, result.wall_time_s)
+            r += w.memory * _ratio(reference.peak_memory_mb, result.peak_memory_mb)
+    return r
+
+
+def planner_reward(
+    plan_text: str,
+    program_rewards: Sequence[float],
+    program_results: Sequence[SampleResult | None],
+    w: PlannerRewardWeights,
+    reference: SampleResult | None = None,
+) -> float:
+    """Reward of one plan from its G_c programs' rewards/results (credit through the partner)."""
+    n = max(1, len(program_rewards))
+    r = w.coder * sum(program_rewards) / n + w.plan_format * plan_format_ok(plan_text)
+    passed = [res for res in program_results if res is not None and res.passed]
+    r += w.guidance * len(passed) / n
+    if reference is not None and passed:
+        r += w.time * sum(_ratio(reference.wall_time_s, p.wall_time_s) for p in passed) / n
+    return r
+
+
+def _defined_functions(code: str | None) -> dict[str, ast.AST] | None:
+    """Top-level functions of ``code`` by name, or None when it does not parse."""
+    try:
+        tree = ast.parse(code or "")
+    except (SyntaxError, ValueError):
+        return None
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def magrpo_reward(
+    problem: Problem, helper_code: str | None, main_code: str | None, result: SampleResult | None,
+    w: MAGRPORewardWeights,
+) -> float:
+    """MAGRPO's tiered shared reward for a (helper, main) pair; tiers gate each other as in the paper.
+
+    helper defined: the helper's code parses and defines a function other than the entry point; main defined: the
+    main's code parses and defines the entry point; then the joint program parses, earns per-test credit, and a
+    bonus when the entry point calls one of the helper's functions.
+    """
+    ep = problem.entry_point or ""
+    helpers = {k: v for k, v in (_defined_functions(helper_code) or {}).items() if k != ep}
+    mains = _defined_functions(main_code) or {}
+    helper_ok, main_ok = bool(helpers), ep in mains
+    r = w.helper_defined * helper_ok + w.main_defined * main_ok
+    if not (helper_ok and main_ok) or not parses(f"{helper_code}\n\n{main_code}"):
+        return r
+    r += w.parses
+    if result is not None:
+        r += w.tests * result.pass_fraction
+    calls = {n.func.id for n in ast.walk(mains[ep]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    r += w.uses_helper * bool(calls & helpers.keys())
+    return r
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Sandbox scoring
+
+
+def program_for(problem: Problem, completion: str) -> str | None:
+    """The whole program the sandbox runs for a Coder completion, or None when no code is extractable."""
+    ex = extract_code(completion, problem)
+    if not ex.ok:
+        return None
+    return build_program(problem, ex.value)
+
+
+async def ascore_programs(sandbox, items: Sequence[tuple[Problem, str | None]]) -> list[SampleResult | None]:
+    """Score (problem, program) pairs through the sandbox's async batch API; None programs score None."""
+    todo = [(i, p, prog) for i, (p, prog) in enumerate(items) if prog is not None]
+    out: list[SampleResult | None] = [None] * len(items)
+    if todo:
+        results = await sandbox.arun_batch([(p, prog) for _, p, prog in todo])
+        for (i, _, _), res in zip(todo, results, strict=True):
+            out[i] = res
+    return out
+
+
+class ReferenceCache:
+    """Sandbox runs of the trusted reference solutions (for efficiency terms), one per task, computed lazily."""
+
+    def __init__(self, sandbox):
+        self.sandbox = sandbox
+        self._cache: dict[str, SampleResult | None] = {}
+
+    async def aget(self, problems: Iterable[Problem]) -> dict[str, SampleResult | None]:
+        missing = {p.task_id: p for p in problems if p.task_id not in self._cache}
+        if missing:
+            items = [(p, p.reference_solution) for p in missing.values()]
+            for p, res in zip(missing.values(), await ascore_programs(self.sandbox, items), strict=True):
+                self._cache[p.task_id] = res
+        return self._cache
+
+
+class SandboxCodeReward:
+    """TRL reward function: Coder completions scored by the sandbox with the shaped reward.
+
+    Needs a ``task_id`` column in the training dataset; ``problems`` maps it to the ``Problem``.
+    ``plan_format_weight`` > 0 adds the plan-format term for plan-then-code completions (PTA-GRPO style).
+    """
+
+    def __init__(self, problems: dict[str, Problem] | Sequence[Problem], sandbox,
+                 weights: CoderRewardWeights | None = None, plan_format_weight: float = 0.0):
+        self.problems = problems if isinstance(problems, dict) else {p.task_id: p for p in problems}
+        self.sandbox = sandbox
+        self.weights = weights or CoderRewardWeights()
+        self.plan_format_weight = plan_format_weight
+        self.references = ReferenceCache(sandbox)
+        self.__name__ = "sandbox_code_reward"  # TRL logs rewards under the function's name
+
+    async def ascore(self, completions: Sequence, task_id: Sequence[str]) -> list[float]:
+        try:
+            probs = [self.problems[t] for t in task_id]
+        except KeyError as e:
+            raise KeyError(f"reward: task_id {e.args[0]!r} is not among the {len(self.problems)} known problems") from e
+        texts = [completion_text(c) for c in completions]
+        results = await ascore_programs(self.sandbox, [(p, program_for(p, t)) for p, t in zip(probs, texts)])
+        refs = {}
+        if self.weights.time or self.weights.memory:
+            refs = await self.references.aget(probs)
+        out = []
+        for p, t, res in zip(probs, texts, results, strict=True):
+            r = coder_reward(res, self.weights, refs.get(p.task_id))
+            if self.plan_format_weight:
+                r += self.plan_format_weight * plan_format_ok(t)
+            out.append(r)
+        return out
+
+    def __call__(self, prompts=None, completions=(), task_id=(), **columns) -> list[float]:
+        if not task_id:
+            raise ValueError("SandboxCodeReward needs a 'task_id' column in the dataset")
+        return asyncio.run(self.ascore(list(completions), list(task_id)))

@@ -1,0 +1,157 @@
+"""Rollouts (sampling with token ids) and the GRPO per-token policy loss for one role model.
+
+Sampling is ``transformers``' ``generate`` on the policy being trained (the trainer needs the sampled token ids and
+the live weights; ``corecode.generation``'s ``Completion`` is the returned record). The loss mirrors
+``trl.GRPOTrainer._compute_loss`` for ``loss_type`` grpo / dapo / dr_grpo with TRL's own ``selective_log_softmax``
+and ``entropy_from_logits``; it is re-stated here (not called) because TRL's version is a method bound to a single
+trainer's state (one model, one accumulation window), while a team updates several models from nested groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from trl.trainer.utils import entropy_from_logits, pad, selective_log_softmax
+
+from corecode.generation.base import Completion
+
+
+@dataclass
+class Sample:
+    """One sampled completion with the token ids the loss needs."""
+
+    prompt_ids: list[int]
+    completion: Completion
+
+
+def _completion_ids(row: list[int], eos_id: int | None, pad_id: int | None) -> tuple[list[int], str]:
+    """Cut a generated row after its first EOS (kept, as TRL does) or drop trailing padding."""
+    if eos_id is not None and eos_id in row:
+        return row[: row.index(eos_id) + 1], "stop"
+    if pad_id is not None and pad_id != eos_id:
+        while row and row[-1] == pad_id:
+            row = row[:-1]
+    return row, "length"
+
+
+@torch.no_grad()
+def generate_chunks(
+    model, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, temperature: float = 1.0,
+    top_p: float = 1.0, chunk_size: int = 16, do_sample: bool = True, static_cache: bool = False,
+) -> Iterator[list[list[Sample]]]:
+    """Yield, chunk by chunk of prompts, ``n`` samples per prompt (so a caller can score a chunk while the next one
+    is generated). Left padding; the model's own RNG stream (torch global) drives sampling."""
+    was_training = model.training
+    model.eval()
+    eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    extra = {"cache_implementation": "static"} if static_cache else {}
+    try:
+        for start in range(0, len(prompts), chunk_size):
+            chunk = list(prompts[start : start + chunk_size])
+            # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
+                            pad_to_multiple_of=64 if static_cache else None).to(model.device)
+            out = model.generate(
+                **enc, max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=n,
+                temperature=temperature if do_sample else None, top_p=top_p if do_sample else None, top_k=None,
+                pad_token_id=pad_id, eos_token_id=eos_id, **extra,
+            )
+            gen = out[:, enc["input_ids"].shape[1] :].tolist()
+            prompt_rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"], enc["attention_mask"])]
+            result: list[list[Sample]] = []
+            for i, p_ids in enumerate(prompt_rows):
+                group = []
+                for j in range(n):
+                    ids, finish = _completion_ids(gen[i * n + j], eos_id, pad_id)
+                    text = tokenizer.decode(ids, skip_special_tokens=True)
+                    group.append(Sample(p_ids, Completion(text, len(ids), ids, finish)))
+                result.append(group)
+            yield result
+    finally:
+        model.train(was_training)
+
+
+def collate(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.Tensor]:
+    """Left-padded prompts + right-padded completions, as TRL lays out a GRPO batch."""
+    prompts = [torch.tensor(s.prompt_ids, dtype=torch.long) for s in samples]
+    comps = [torch.tensor(s.completion.token_ids or [pad_id], dtype=torch.long) for s in samples]
+    cmask = [torch.ones(len(s.completion.token_ids or []), dtype=torch.long) for s in samples]
+    cmask = [m if len(m) else torch.zeros(1, dtype=torch.long) for m in cmask]
+    return {
+        "prompt_ids": pad(prompts, pad_id, "left").to(device),
+        "prompt_mask": pad([torch.ones_like(p) for p in prompts], 0, "left").to(device),
+        "completion_ids": pad(comps, pad_id, "right").to(device),
+        "completion_mask": pad(cmask, 0, "right").to(device),
+    }
+
+
+def per_token_logps(model, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False):
+    """Log-probs (and entropies) of the completion tokens, like TRL's ``_get_per_token_logps_and_entropies``.
+    Position ids follow the attention mask so left-padded rows see the positions generation used."""
+    input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    n = batch["completion_ids"].shape[1]
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                   use_cache=False).logits
+    logits = logits[:, -n - 1 : -1, :] / temperature
+    logps = selective_log_softmax(logits, batch["completion_ids"])
+    entropies = entropy_from_logits(logits.detach()) if with_entropy else None
+    return logps, entropies
+
+
+@dataclass
+class LossConfig:
+    loss_type: str = "grpo"
+    beta: float = 0.0
+    epsilon_low: float = 0.2
+    epsilon_high: float = 0.2
+    temperature: float = 1.0
+    max_completion_length: int = 256
+
+
+def policy_loss_backward(
+    model, samples: Sequence[Sample], advantages: torch.Tensor, cfg: LossConfig, pad_id: int,
+    micro_batch_size: int, ref_model=None, backward=None,
+) -> dict[str, float]:
+    """Accumulate the gradient of TRL's GRPO loss over micro-batches of ``samples`` (one optimizer step's worth).
+
+    Normalisers span the whole set, so the accumulated gradient equals one full-batch step: grpo = mean over
+    sequences of per-sequence token means; dapo = sum over tokens / all tokens; dr_grpo = sum / (B * max length).
+    Returns the loss, KL and entropy (token means) for logging.
+    """
+    backward = backward or (lambda loss: loss.backward())
+    device = next(model.parameters()).device
+    total_seqs = len(samples)
+    total_tokens = max(1, sum(len(s.completion.token_ids or []) for s in samples))
+    stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0}
+    for start in range(0, total_seqs, micro_batch_size):
+        part = samples[start : start + micro_batch_size]
+        batch = collate(part, pad_id, device)
+        mask = batch["completion_mask"].float()
+        adv = advantages[start : start + micro_batch_size].to(device).float().unsqueeze(1)
+        logps, entropies = per_token_logps(model, batch, cfg.temperature, with_entropy=True)
+        old = logps.detach()  # one gradient step per rollout (num_iterations=1): ratio 1, TRL's shortcut
+        coef_1 = torch.exp(logps - old)
+        coef_2 = torch.clamp(coef_1, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
+        per_token_loss = -torch.min(coef_1 * adv, coef_2 * adv)
+        if cfg.beta:
+            with torch.no_grad():
+                ref_logps, _ = per_token_logps(ref_model, batch, cfg.temperature)
+            kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+            per_token_loss = per_token_loss + cfg.beta * kl
+            stats["kl"] += float((kl.detach() * mask).sum()) / total_tokens
+        if cfg.loss_type == "grpo":
+            loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / total_seqs
+        elif cfg.loss_type == "dapo":
+            loss = (per_token_loss * mask).sum() / total_tokens
+        elif cfg.loss_type == "dr_grpo":
+            loss = (per_token_loss * mask).sum() / (total_seqs * cfg.max_completion_length)
+        else:
+            raise ValueError(f"grpo.loss_type must be grpo, dapo or dr_grpo, got {cfg.loss_type!r}")
+        backward(loss)
+        stats["loss"] += float(loss.detach())
+        stats["entropy"] += float((entropies * mask).sum()) / total_tokens
+    return stats

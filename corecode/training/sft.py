@@ -1,0 +1,317 @@
+"""Supervised fine-tuning of one role (Planner, Coder or the single-model baseline) with TRL's SFTTrainer.
+
+``corecode sft --role R`` reads ``data/processed/R.jsonl`` (TRL prompt/completion rows with a ``split`` column written
+by ``corecode build-data``), trains on ``split == "train"`` with the loss on completion tokens only and EOS appended
+(TRL does both for prompt/completion data), evaluates the loss on ``split == "val"``, and saves the final model and
+tokenizer with ``save_pretrained`` to ``data/checkpoints/sft_R/``. Intermediate Trainer checkpoints (if any) go to
+``sft.work_dir`` so the DVC output holds only the final model. The per-step log history is written to
+``data/reports/train/sft_R.json`` (a list of records, for ``dvc plots`` and ``corecode report``); metrics go to MLflow
+through TRL's ``report_to=["mlflow"]`` when tracking is on.
+
+On CPU the run is deterministic from the seed: same params and data twice give bit-identical weights.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corecode.paths import CHECKPOINTS, PROCESSED, REPORTS
+from corecode.training.sft_config import ROLES, ResolvedSFT, SFTParams
+
+TRAIN_REPORTS = REPORTS / "train"
+
+
+class SFTDataError(ValueError):
+    """An SFT dataset file is missing or malformed; the message names the file and line."""
+
+
+@dataclass
+class SFTResult:
+    """What one SFT run produced."""
+
+    role: str
+    output_dir: Path
+    log_path: Path
+    train_rows: int
+    val_rows: int
+    global_step: int
+    train_loss: float | None
+    eval_loss: float | None
+    wall_time_s: float
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+CODE_CUE = "### Code\n"
+
+
+def default_paths(role: str) -> tuple[Path, Path, Path]:
+    """(dataset, output checkpoint dir, log-history JSON) of ``role`` under ``data/``.
+
+    ``pta`` has no file of its own: its dataset path is the Planner's, and the Coder's sibling file is joined in.
+    """
+    data = PROCESSED / ("planner.jsonl" if role == "pta" else f"{role}.jsonl")
+    return data, CHECKPOINTS / f"sft_{role}", TRAIN_REPORTS / f"sft_{role}.json"
+
+
+def join_plan_then_code(plan_completion: str, code_completion: str) -> str:
+    """One plan-then-code completion: the Planner's completion, the code cue, the Coder's completion.
+
+    The result is exactly what follows ``planner_prompt(p)`` in ``coder_prompt(p, plan)`` + code, so a PTA model sees
+    the same text as the team, written by one model.
+    """
+    return f"{plan_completion.rstrip()}\n{CODE_CUE}{code_completion}"
+
+
+def read_pta_rows(planner_path: str | Path, coder_path: str | Path) -> dict[str, list[dict[str, str]]]:
+    """Plan-then-code rows: planner prompt -> plan + code, joined on (task_id, split) from the two role files."""
+    plans, codes = _read_jsonl_rows(planner_path), _read_jsonl_rows(coder_path)
+    code_by_key = {(r.get("task_id"), r.get("split", "train")): r for r in codes}
+    splits: dict[str, list[dict[str, str]]] = {"train": [], "val": []}
+    for r in plans:
+        key = (r.get("task_id"), r.get("split", "train"))
+        c = code_by_key.get(key)
+        if c is None or key[1] not in splits:
+            continue
+        splits[key[1]].append({"prompt": r["prompt"], "completion": join_plan_then_code(r["completion"], c["completion"])})
+    if not splits["train"]:
+        raise SFTDataError(f"{planner_path} + {coder_path}: no train rows share a task_id (need it to join plans and code)")
+    return splits
+
+
+def read_sft_rows(path: str | Path) -> dict[str, list[dict[str, str]]]:
+    """Read a prompt/completion JSONL file into ``{"train": rows, "val": rows}`` (other splits are ignored)."""
+    splits: dict[str, list[dict[str, str]]] = {"train": [], "val": []}
+    for row in _read_jsonl_rows(path):
+        split = row.get("split", "train")
+        if split in splits:
+            splits[split].append({"prompt": row["prompt"], "completion": row["completion"]})
+    if not splits["train"]:
+        raise SFTDataError(f"{path}: no rows with split == 'train'")
+    return splits
+
+
+def _read_jsonl_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a prompt/completion JSONL file, each checked for non-empty ``prompt`` and ``completion`` strings.
+
+    Read by hand rather than with ``datasets.load_dataset("json")`` so that a bad row is reported with its file and line
+    number (Arrow's JSON reader only says the file failed to parse).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise SFTDataError(f"{path}: SFT dataset not found (run `corecode build-data` first)")
+    rows: list[dict[str, Any]] = []
+    with path.open() as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SFTDataError(f"{path}:{lineno}: not valid JSON: {e}") from None
+            if not isinstance(row, dict):
+                raise SFTDataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            for key in ("prompt", "completion"):
+                if not isinstance(row.get(key), str) or not row[key]:
+                    raise SFTDataError(f"{path}:{lineno}: key {key!r} missing or not a non-empty string")
+            rows.append(row)
+    return rows
+
+
+def _resolve_dtype(name: str):
+    import torch
+
+    if name == "float32":
+        return torch.float32, False
+    if name == "bfloat16":
+        return torch.bfloat16, True
+    use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return (torch.float32, use_bf16)
+
+
+def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to: list[str]):
+    """TRL ``SFTConfig`` from one role's resolved params (the only place params map onto TRL's knobs)."""
+    import torch
+    from trl import SFTConfig
+
+    _, bf16 = _resolve_dtype(cfg.dtype)
+    return SFTConfig(
+        output_dir=str(work_dir),
+        max_steps=cfg.max_steps,
+        num_train_epochs=cfg.num_train_epochs,
+        learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.eval_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        max_length=cfg.max_length,
+        warmup_steps=cfg.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        logging_steps=cfg.logging_steps,
+        logging_first_step=True,
+        eval_strategy="steps" if has_eval else "no",
+        eval_steps=cfg.eval_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        save_total_limit=cfg.save_total_limit,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        bf16=bf16,
+        activation_checkpointing=cfg.gradient_checkpointing,
+        completion_only_loss=True,
+        packing=False,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        report_to=report_to,
+    )
+
+
+def _peft_config(cfg: ResolvedSFT):
+    if not cfg.lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=cfg.lora.r,
+        lora_alpha=cfg.lora.alpha,
+        lora_dropout=cfg.lora.dropout,
+        target_modules=cfg.lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def _merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Trainer log entries merged into one record per step (train loss and eval loss of a step side by side)."""
+    by_step: dict[int, dict[str, Any]] = {}
+    for entry in log_history:
+        step = int(entry.get("step", 0))
+        rec = by_step.setdefault(step, {"step": step})
+        for k, v in entry.items():
+            if k in ("step", "total_flos") or not isinstance(v, (int, float)):
+                continue
+            rec[k] = float(v)
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def build_sft_trainer(
+    cfg: ResolvedSFT,
+    data_path: str | Path,
+    base_checkpoint: str | Path,
+    report_to: list[str] | None = None,
+):
+    """Load the base checkpoint and the role's rows and return a ready TRL ``SFTTrainer`` (not yet trained)."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from trl import SFTTrainer
+
+    base = Path(base_checkpoint)
+    if not (base / "config.json").exists():
+        raise FileNotFoundError(f"{base}: no model checkpoint (config.json) here; run `corecode init-model` first")
+    if cfg.role == "pta":
+        data_path = Path(data_path)
+        splits = read_pta_rows(data_path, data_path.with_name("coder.jsonl"))
+    else:
+        splits = read_sft_rows(data_path)
+    train_ds = Dataset.from_list(splits["train"])
+    val_rows = splits["val"][: cfg.max_eval_rows] if cfg.max_eval_rows else splits["val"]
+    val_ds = Dataset.from_list(val_rows) if val_rows else None
+
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
+    set_seed(cfg.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    if tokenizer.eos_token is None:
+        raise ValueError(f"{base}: tokenizer has no eos_token; SFT appends EOS to every completion")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    # fp32 master weights always; bf16 means mixed precision (the Trainer autocasts), see build_sft_config.
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    work_dir = Path(cfg.work_dir) / f"sft_{cfg.role}"
+    args = build_sft_config(cfg, work_dir, has_eval=val_ds is not None, report_to=report_to or [])
+    return SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=val_ds,
+        processing_class=tokenizer,
+        peft_config=_peft_config(cfg),
+    )
+
+
+def train_sft(
+    role: str,
+    params: SFTParams,
+    *,
+    seed: int = 0,
+    data_path: str | Path | None = None,
+    base_checkpoint: str | Path | None = None,
+    output_dir: str | Path | None = None,
+    log_path: str | Path | None = None,
+    report_to: list[str] | None = None,
+) -> SFTResult:
+    """Fine-tune ``role``'s model on its prompt/completion data and save it; see the module docstring.
+
+    ``seed`` is the global seed (``params.yaml: seed``), used unless ``sft.<role>.seed`` overrides it. Paths default
+    to the ``data/`` layout (:func:`default_paths`, ``sft.base_checkpoint``).
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    cfg = params.for_role(role, default_seed=seed)
+    d_data, d_out, d_log = default_paths(role)
+    output_dir = Path(output_dir or d_out)
+    log_path = Path(log_path or d_log)
+    trainer = build_sft_trainer(cfg, data_path or d_data, base_checkpoint or cfg.base_checkpoint, report_to)
+    tokenizer = trainer.processing_class
+    work_dir = Path(trainer.args.output_dir)
+    n_train = len(trainer.train_dataset)
+    n_val = len(trainer.eval_dataset) if trainer.eval_dataset is not None else 0
+    t0 = time.perf_counter()
+    train_out = trainer.train()
+    eval_loss = None
+    if trainer.eval_dataset is not None:
+        eval_loss = float(trainer.evaluate()["eval_loss"])
+    wall = time.perf_counter() - t0
+
+    final = trainer.model
+    if cfg.lora.enabled and cfg.lora.merge:
+        final = final.merge_and_unload()
+    if output_dir.exists():
+        shutil.rmtree(output_dir)
+    output_dir.mkdir(parents=True)
+    final.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    if not cfg.save_steps and work_dir.exists():
+        shutil.rmtree(work_dir)  # nothing resumable was kept; leave no stray Trainer files behind
+
+    history = _merge_history(trainer.state.log_history)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    summary = {
+        "role": role,
+        "train_rows": n_train,
+        "val_rows": n_val,
+        "global_step": trainer.state.global_step,
+        "train_loss": float(train_out.training_loss),
+        "eval_loss": eval_loss,
+        "wall_time_s": round(wall, 2),
+        "num_parameters": sum(p.numel() for p in final.parameters()),
+    }
+    log_path.with_name(f"sft_{role}_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return SFTResult(
+        role=role,
+        output_dir=output_dir,
+        log_path=log_path,
+        train_rows=n_train,
+        val_rows=n_val,
+        global_step=trainer.state.global_step,
+        train_loss=float(train_out.training_loss),
+        eval_loss=eval_loss,
+        wall_time_s=wall,
+        history=history,
+    )

@@ -1,0 +1,220 @@
+"""Single-agent GRPO baselines with TRL's GRPOTrainer: one model, problem -> code, rewarded by the sandbox.
+
+``corecode grpo-single`` starts from ``sft_single`` and trains on ``coder_prompt(problem, None)`` prompts;
+``corecode grpo-single --plan-then-code`` (PTA-GRPO style) has the same model write a plan and then the code in one
+completion (:func:`pta_prompt` / :func:`format_plan_then_code`), with a plan-format term added to the reward.
+Rewards come from ``corecode.training.rewards.SandboxCodeReward`` (the MAGRPO-style shaping shared with the team
+trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.coder_reward``); every completion runs
+only inside ``corecode.sandbox``. Everything else — sampling, group-relative advantages, the loss variant
+(``grpo`` / ``dapo`` / ``dr_grpo``), KL to the start policy — is TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corecode.agents.prompts import format_code, format_plan, planner_prompt
+from corecode.data.schema import Problem
+from corecode.training.sft import join_plan_then_code
+from corecode.training.sft_config import SingleGRPOParams
+
+
+def pta_prompt(problem: Problem) -> str:
+    """Plan-then-code prompt: the Planner's cue; the model continues with the plan, then ``### Code`` and the code."""
+    return planner_prompt(problem)
+
+
+def format_plan_then_code(plan: str, code: str) -> str:
+    """The PTA completion format: the plan (plan tags), the code cue, the fenced code (what `sft --role pta` teaches)."""
+    return join_plan_then_code(format_plan(plan), format_code(code))
+
+
+def load_problems(path: str | Path, limit: int | None = None) -> list[Problem]:
+    """Problems from a Problem JSONL file (``corecode build-data`` output); a bad line is reported with its number."""
+    from pydantic import ValidationError
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")
+    problems: list[Problem] = []
+    with path.open() as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                problems.append(Problem.model_validate_json(line))
+            except ValidationError as e:
+                first = e.errors()[0]
+                key = ".".join(str(x) for x in first["loc"]) or "<line>"
+                raise ValueError(f"{path}:{lineno}: invalid problem: {key}: {first['msg']}") from None
+            if limit is not None and len(problems) >= limit:
+                break
+    if not problems:
+        raise ValueError(f"{path}: no problems")
+    return problems
+
+
+def build_dataset(problems: list[Problem], plan_then_code: bool):
+    """TRL prompt-only dataset with the ``task_id`` column the sandbox reward needs."""
+    from datasets import Dataset
+
+    from corecode.agents.prompts import coder_prompt
+
+    make = pta_prompt if plan_then_code else (lambda p: coder_prompt(p, None))
+    return Dataset.from_list([{"prompt": make(p), "task_id": p.task_id} for p in problems])
+
+
+def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_then_code: bool, report_to: list[str]):
+    """TRL ``GRPOConfig`` from ``grpo.single`` (the only place params map onto TRL's knobs)."""
+    import torch
+    from trl import GRPOConfig
+
+    if cfg.batch_size % cfg.num_generations:
+        raise ValueError(
+            f"grpo.single.batch_size ({cfg.batch_size}) must be a multiple of grpo.single.num_generations "
+            f"({cfg.num_generations}): each step scores whole groups"
+        )
+    bf16 = cfg.dtype == "bfloat16" or (
+        cfg.dtype == "auto" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    )
+    return GRPOConfig(
+        output_dir=str(work_dir),
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        warmup_steps=cfg.warmup_ratio,
+        max_grad_norm=cfg.max_grad_norm,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.pta_max_completion_length if plan_then_code else cfg.max_completion_length,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        loss_type=cfg.loss_type,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        scale_rewards=cfg.scale_rewards,
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        save_total_limit=1,
+        seed=seed,
+        data_seed=seed,
+        bf16=bf16,
+        activation_checkpointing=cfg.gradient_checkpointing,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        report_to=report_to,
+    )
+
+
+@dataclass
+class SingleGRPOResult:
+    output_dir: Path
+    log_path: Path
+    global_step: int
+    wall_time_s: float
+    first_reward_mean: float
+    final_reward_mean: float
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def train_grpo_single(
+    params,
+    *,
+    plan_then_code: bool = False,
+    model_path: str | Path | None = None,
+    problems_path: str | Path | None = None,
+    output_dir: str | Path | None = None,
+    log_path: str | Path | None = None,
+    sandbox=None,
+    extra_reward_funcs: list | None = None,
+    report_to: list[str] | None = None,
+) -> SingleGRPOResult:
+    """Run TRL's GRPOTrainer on one model with sandbox rewards and save the result (see the module docstring).
+
+    ``params`` is the whole ``Params`` (``grpo.single``, ``grpo.coder_reward``, ``sandbox``, ``seed`` are read).
+    ``sandbox`` is an open ``corecode.sandbox.Sandbox`` to reuse; by default one is opened from ``params.sandbox``.
+    ``extra_reward_funcs`` are appended to ``reward_funcs`` (TRL sums them).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from trl import GRPOTrainer
+
+    from corecode.sandbox import Sandbox
+    from corecode.training.rewards import SandboxCodeReward
+    from corecode.training.sft import _merge_history, _peft_config
+
+    cfg: SingleGRPOParams = getattr(params.grpo, "single", None) or SingleGRPOParams()
+    seed = params.seed if cfg.seed is None else cfg.seed
+    name = "pta_grpo" if plan_then_code else "grpo_single"
+    model_path = Path(model_path or (cfg.pta_model if plan_then_code else cfg.model))
+    output_dir = Path(output_dir or (cfg.pta_output if plan_then_code else cfg.output))
+    log_path = Path(log_path or Path(cfg.log_dir) / f"{name}.json")
+    if not (model_path / "config.json").exists():
+        raise FileNotFoundError(f"{model_path}: no model checkpoint (config.json); run `corecode sft` first")
+
+    problems = load_problems(problems_path or cfg.train_problems, cfg.max_problems)
+    dataset = build_dataset(problems, plan_then_code)
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"  # generation pads prompts on the left
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    work_dir = Path(cfg.work_dir) / name
+    args = build_grpo_config(cfg, seed, work_dir, plan_then_code, report_to or [])
+
+    own_sandbox = sandbox is None
+    if own_sandbox:
+        sandbox = Sandbox(params.sandbox).__enter__()
+    try:
+        reward = SandboxCodeReward(
+            problems,
+            sandbox=sandbox,
+            weights=params.grpo.coder_reward,
+            plan_format_weight=cfg.plan_format_weight if plan_then_code else 0.0,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[reward, *(extra_reward_funcs or [])],
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=_peft_config(cfg),
+        )
+        t0 = time.perf_counter()
+        trainer.train()
+        wall = time.perf_counter() - t0
+    finally:
+        if own_sandbox:
+            sandbox.__exit__(None, None, None)
+
+    final = trainer.model
+    if cfg.lora.enabled and cfg.lora.merge:
+        final = final.merge_and_unload()
+    if output_dir.exists():
+        shutil.rmtree(output_dir)
+    output_dir.mkdir(parents=True)
+    final.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    if not cfg.save_steps and work_dir.exists():
+        shutil.rmtree(work_dir)
+
+    history = _merge_history(trainer.state.log_history)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    rewards = [h["reward"] for h in history if "reward" in h]
+    return SingleGRPOResult(
+        output_dir=output_dir,
+        log_path=log_path,
+        global_step=trainer.state.global_step,
+        wall_time_s=wall,
+        first_reward_mean=rewards[0] if rewards else float("nan"),
+        final_reward_mean=rewards[-1] if rewards else float("nan"),
+        history=history,
+    )

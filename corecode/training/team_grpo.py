@@ -1,0 +1,587 @@
+"""Collaboration-aware GRPO for two role models: Planner -> Coder (``corecode grpo-team``) and MAGRPO's helper/main
+pair (``corecode grpo-magrpo``).
+
+Why not ``trl.GRPOTrainer``: it owns one policy, one prompt -> G completions group and one reward per completion. A
+team needs two policies whose rollouts nest (each of the Planner's G_p plans becomes part of the prompt of the Coder's
+G_c programs), a reward for one role computed from the other role's results (credit flows through the partner),
+group-relative advantages at two levels, and per-role schedules (joint, or alternating stages with the other role
+frozen). None of that fits its single ``_generate_and_score_completions`` / ``compute_loss`` pair. So this trainer is
+assembled from the same pieces TRL itself uses: transformers models, ``generate`` and schedulers, ``torch`` AdamW,
+``accelerate`` (prepare, backward, clipping, gather, save/load state with RNG), TRL's log-prob/entropy/padding helpers
+and its loss arithmetic (``rollout.py``), TRL's advantage arithmetic (``advantages.py``) and its daemon event loop so
+sandbox scoring of one generation chunk overlaps generation of the next.
+
+Roles are two separate models (full fine-tune, or a LoRA adapter each: ``grpo.lora_r``) or one base with one LoRA
+adapter per role (``grpo.shared_base``). Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
+from corecode.data.schema import Problem
+from corecode.training.advantages import group_advantages
+from corecode.training.checkpointing import latest_checkpoint, load_checkpoint, save_checkpoint
+from corecode.training.grpo_config import GRPOParams
+from corecode.training.rewards import (
+    ReferenceCache,
+    ascore_programs,
+    coder_reward,
+    extract_code,
+    extract_plan,
+    magrpo_reward,
+    plan_format_ok,
+    planner_reward,
+    program_for,
+    build_program,
+)
+from corecode.training.rollout import LossConfig, Sample, generate_chunks, policy_loss_backward
+
+logger = logging.getLogger(__name__)
+
+
+def load_problems(path: str | Path) -> list[Problem]:
+    """Problem JSONL; a bad line raises an error naming the file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(Problem.model_validate_json(line))
+            except ValueError as e:
+                raise ValueError(f"{path}:{i}: not a valid Problem: {e}") from e
+    if not out:
+        raise ValueError(f"{path}: no problems")
+    return out
+
+
+@dataclass
+class TrainerState:
+    """What a checkpoint needs besides models/optimizers/schedulers/RNG: the step (which fixes the data position)
+    and the log so far. Registered with ``accelerator.register_for_checkpointing``."""
+
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+
+    def state_dict(self) -> dict:
+        return {"step": self.step, "history": json.dumps(self.history)}
+
+    def load_state_dict(self, sd: dict) -> None:
+        self.step = int(sd["step"])
+        self.history = json.loads(sd["history"])
+
+
+@dataclass
+class Role:
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    ref_model: torch.nn.Module | None
+    max_new_tokens: int
+
+
+class _AdapterOff:
+    """The KL reference of a LoRA role: the same model with its adapter switched off."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, **kw):
+        with self.model.disable_adapter():
+            return self.model(**kw)
+
+
+class _TwoRoleTrainer:
+    """Shared machinery: two role models, data order, scoring loop, per-role updates, checkpoints, logging."""
+
+    role_names: tuple[str, str] = ("a", "b")
+
+    def __init__(self, params: GRPOParams, models: dict[str, tuple], train_problems: Sequence[Problem], sandbox,
+                 seed: int = 0, val_problems: Sequence[Problem] = (), accelerator=None,
+                 max_new_tokens: dict[str, int] | None = None):
+        from accelerate import Accelerator
+        from transformers import get_scheduler
+        from trl.trainer.utils import start_event_loop_in_daemon
+
+        self.p = params
+        self.seed = seed
+        self.sandbox = sandbox
+        self.train_problems = list(train_problems)
+        self.val_problems = list(val_problems)[: params.eval_problems]
+        self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")
+        self.state = TrainerState()
+        self.references = ReferenceCache(sandbox)
+        self.roles: dict[str, Role] = {}
+        devices = {self.role_names[0]: params.planner_device, self.role_names[1]: params.coder_device}
+        self.shared = None  # one base + one LoRA adapter per role (grpo.shared_base)
+        if params.shared_base:
+            if not params.lora_r:
+                raise ValueError("grpo.shared_base needs grpo.lora_r > 0 (one LoRA adapter per role on one base)")
+            if self.acc.num_processes > 1:
+                raise ValueError("grpo.shared_base runs in one process; use separate role models for multi-GPU")
+            from peft import get_peft_model
+
+            base, _ = models[self.role_names[0]]
+            self.shared = get_peft_model(base, self._lora_config(), adapter_name=self.role_names[0])
+            self.shared.add_adapter(self.role_names[1], self._lora_config())
+        for name in self.role_names:
+            model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
+            if tok.pad_token_id is None:
+                tok.pad_token = tok.eos_token
+            if params.gradient_checkpointing:
+                model.gradient_checkpointing_enable()
+            dev = devices[name] if self.shared is None else None
+            if dev is not None:
+                model.to(dev)
+            ref = None
+            if self.shared is not None:
+                train_params = [q for n, q in model.named_parameters() if f".{name}." in n and "lora_" in n]
+                for q in train_params:
+                    q.requires_grad_(True)
+            else:
+                if params.lora_r:
+                    from peft import get_peft_model
+
+                    model = get_peft_model(model, self._lora_config())
+                elif params.beta:
+                    ref = copy.deepcopy(model).eval().requires_grad_(False)
+                    if dev is None:
+                        ref.to(self.acc.device)
+                train_params = [q for q in model.parameters() if q.requires_grad]
+            if params.lora_r and params.beta:
+                ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
+            opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
+            sch = get_scheduler(params.lr_scheduler_type, opt, num_warmup_steps=params.warmup_steps,
+                                num_training_steps=params.max_steps)
+            model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
+            model.train()
+            self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
+        self.acc.register_for_checkpointing(self.state)
+        self._loop_thread, self._loop, ready = start_event_loop_in_daemon(name="corecode-sandbox-scoring")
+        ready.wait()
+        self.loss_cfg = LossConfig(params.loss_type, params.beta, params.epsilon,
+                                   params.epsilon_high if params.epsilon_high is not None else params.epsilon,
+                                   params.temperature, 0)
+
+    def _lora_config(self):
+        from peft import LoraConfig
+
+        p = self.p
+        return LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
+                          target_modules=p.lora_target_modules, task_type="CAUSAL_LM")
+
+    def activate(self, role: str) -> None:
+        """With a shared base, route forward passes through ``role``'s adapter (a no-op for separate models)."""
+        if self.shared is not None:
+            self.shared.set_adapter(role)
+            for n, q in self.shared.named_parameters():  # set_adapter freezes the other adapter; keep both trainable
+                if "lora_" in n:
+                    q.requires_grad_(True)
+
+    # -- data ---------------------------------------------------------------------------------------------------------
+    def batch_problems(self, step: int) -> list[Problem]:
+        """The problems of ``step`` for this process: an epoch-wise seeded permutation, so the data position is a
+        pure function of the step (nothing else to checkpoint)."""
+        n, per = len(self.train_problems), self.p.problems_per_step
+        start = (step * self.acc.num_processes + self.acc.process_index) * per
+        out = []
+        for pos in range(start, start + per):
+            epoch, k = divmod(pos, n)
+            order = random.Random(f"{self.seed}-{epoch}").sample(range(n), n)
+            out.append(self.train_problems[order[k]])
+        return out
+
+    def updating(self, step: int) -> list[str]:
+        """Roles updated at ``step``: both (joint) or one per stage (alternate, first role first)."""
+        if self.p.schedule == "joint":
+            return list(self.role_names)
+        return [self.role_names[(step // self.p.alternate_every) % 2]]
+
+    # -- sandbox ------------------------------------------------------------------------------------------------------
+    def submit(self, items: list[tuple[Problem, str | None]]) -> concurrent.futures.Future:
+        """Start scoring in the background loop; generation continues meanwhile."""
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(ascore_programs(self.sandbox, items), self._loop)
+
+    def wait(self, futures: list[concurrent.futures.Future], timer: dict) -> list:
+        t = time.perf_counter()
+        out = [r for f in futures for r in f.result()]
+        timer["sandbox_wait_s"] = timer.get("sandbox_wait_s", 0.0) + time.perf_counter() - t
+        return out
+
+    def references_for(self, problems: Sequence[Problem], needed: bool) -> dict:
+        if not needed:
+            return {}
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(self.references.aget(problems), self._loop).result()
+
+    def sample(self, role: str, prompts: list[str], n: int, greedy: bool = False):
+        self.activate(role)
+        r = self.roles[role]
+        model = self.acc.unwrap_model(r.model)
+        return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.p.temperature, self.p.top_p,
+                               self.p.generation_batch_size, do_sample=not greedy, static_cache=self.p.static_cache)
+
+    def gather(self, values: torch.Tensor) -> torch.Tensor:
+        """All processes' values (for logging); collectives need the tensor on the accelerator's device."""
+        return self.acc.gather(values.to(self.acc.device)).cpu()
+
+    # -- update -------------------------------------------------------------------------------------------------------
+    def update(self, role: str, samples: list[Sample], advantages: torch.Tensor) -> dict[str, float]:
+        self.activate(role)
+        r = self.roles[role]
+        cfg = copy.copy(self.loss_cfg)
+        cfg.max_completion_length = r.max_new_tokens
+        stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
+                                     self.p.micro_batch_size, r.ref_model, backward=self.acc.backward)
+        stats["grad_norm"] = float(self.acc.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm))
+        r.optimizer.step()
+        r.scheduler.step()
+        r.optimizer.zero_grad(set_to_none=True)
+        stats["lr"] = r.scheduler.get_last_lr()[0]
+        return stats
+
+    # -- to implement -------------------------------------------------------------------------------------------------
+    def rollout(self, problems: list[Problem], timer: dict) -> tuple[dict[str, tuple[list[Sample], torch.Tensor]],
+                                                                     dict[str, float]]:
+        raise NotImplementedError
+
+    def evaluate(self) -> dict[str, float]:
+        return {}
+
+    # -- loop ---------------------------------------------------------------------------------------------------------
+    def train_step(self) -> dict[str, float]:
+        step = self.state.step
+        t0 = time.perf_counter()
+        timer: dict[str, float] = {}
+        per_role, metrics = self.rollout(self.batch_problems(step), timer)
+        for role in self.updating(step):
+            samples, adv = per_role[role]
+            for k, v in self.update(role, samples, adv).items():
+                metrics[f"{role}/{k}"] = v
+        dt = time.perf_counter() - t0
+        new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples)
+        metrics.update(step_time_s=dt, tokens_per_s=new_tokens / dt, generation_s=timer.get("generation_s", 0.0),
+                       sandbox_time_share=timer.get("sandbox_wait_s", 0.0) / dt)
+        self.state.step = step + 1
+        return metrics
+
+    def log(self, metrics: dict[str, float]) -> None:
+        import mlflow
+
+        row = {"step": self.state.step, **{k: float(v) for k, v in metrics.items()}}
+        self.state.history.append(row)
+        if not self.acc.is_main_process:
+            return
+        if mlflow.active_run() is not None:
+            mlflow.log_metrics({k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
+                               step=self.state.step)
+        path = Path(self.p.log_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.state.history, indent=1))
+
+    def resume(self) -> Path | None:
+        """Load the newest complete checkpoint of ``checkpoint_dir`` (if ``resume``); returns its path."""
+        ckpt = latest_checkpoint(self.p.checkpoint_dir) if self.p.resume else None
+        if ckpt is not None:
+            load_checkpoint(self.acc, ckpt)
+            logger.warning("resumed from %s at step %d", ckpt, self.state.step)
+        return ckpt
+
+    def train(self, progress: bool = True) -> dict[str, float]:
+        """Run to ``max_steps`` (from the last checkpoint if resuming); returns the final evaluation metrics."""
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=self.p.max_steps, initial=self.state.step, desc="team GRPO",
+                   disable=not progress or not self.acc.is_main_process)
+        while self.state.step < self.p.max_steps:
+            metrics = self.train_step()
+            s = self.state.step
+            if self.p.eval_steps and s % self.p.eval_steps == 0 and s < self.p.max_steps:
+                metrics.update(self.evaluate())
+            self.log(metrics)
+            bar.update(1)
+            bar.set_postfix({k: f"{v:.3g}" for k, v in metrics.items() if k.startswith("reward/")})
+            if s % self.p.save_steps == 0 and s < self.p.max_steps:
+                save_checkpoint(self.acc, self.p.checkpoint_dir, s, self.p.save_total_limit)
+        bar.close()
+        final = self.evaluate()
+        if final:
+            self.log(final)
+        return final
+
+    def save_models(self, outputs: dict[str, str]) -> None:
+        self.acc.wait_for_everyone()
+        if not self.acc.is_main_process:
+            return
+        for name, out in outputs.items():
+            r = self.roles[name]
+            model = self.acc.unwrap_model(r.model)
+            if self.p.lora_r:  # outputs are plain checkpoints: merge the role's adapter into a copy of the base
+                model = copy.deepcopy(model).merge_and_unload(adapter_names=[name] if self.shared else None)
+            model.save_pretrained(out)
+            r.tokenizer.save_pretrained(out)
+
+    def close(self) -> None:
+        from trl.trainer.utils import shutdown_event_loop_in_daemon
+
+        shutdown_event_loop_in_daemon(self._loop_thread, self._loop)
+
+
+def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+    values = values.float()
+    return {f"{prefix}_mean": float(values.mean()), f"{prefix}_std": float(values.std()) if values.numel() > 1 else 0.0}
+
+
+class TeamGRPOTrainer(_TwoRoleTrainer):
+    """Planner samples G_p plans per problem; the Coder samples G_c programs per plan; the sandbox scores them.
+    Advantages: plans within a problem, programs within a plan."""
+
+    role_names = ("planner", "coder")
+
+    def __init__(self, params: GRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(),
+                 accelerator=None):
+        super().__init__(params, {"planner": planner, "coder": coder}, train_problems, sandbox, seed, val_problems,
+                         accelerator, {"planner": params.max_plan_tokens, "coder": params.max_code_tokens})
+
+    @staticmethod
+    def plan_for_coder(text: str) -> str | None:
+        ex = extract_plan(text)
+        return ex.value if ex.ok else (text.strip() or None)
+
+    def rollout(self, problems, timer):
+        p = self.p
+        gp, gc = p.num_plans, p.num_programs
+        t = time.perf_counter()
+        plans = [g for chunk in self.sample("planner", [planner_prompt(x) for x in problems], gp) for g in chunk]
+        flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
+        coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
+        programs: list[Sample] = []
+        futures = []
+        for chunk in self.sample("coder", coder_prompts, gc):
+            start = len(programs) // gc
+            for (prob, _), group in zip(flat_plans[start : start + len(chunk)], chunk):
+                programs.extend(group)
+            items = [(flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
+                     for i, group in enumerate(chunk) for s in group]
+            futures.append(self.submit(items))
+        timer["generation_s"] = time.perf_counter() - t
+        results = self.wait(futures, timer)
+        w = p.coder_reward
+        refs = self.references_for(problems, bool(w.time or w.memory or p.planner_reward.time))
+        program_problems = [prob for prob, _ in flat_plans for _ in range(gc)]
+        r_c = torch.tensor([coder_reward(res, w, refs.get(prob.task_id))
+                            for prob, res in zip(program_problems, results)])
+        r_p = torch.tensor([
+            planner_reward(s.completion.text, r_c[i * gc : (i + 1) * gc].tolist(), results[i * gc : (i + 1) * gc],
+                           p.planner_reward, refs.get(prob.task_id))
+            for i, (prob, s) in enumerate(flat_plans)
+        ])
+        adv_p, zero_p = group_advantages(r_p, gp, p.scale_rewards)
+        adv_c, zero_c = group_advantages(r_c, gc, p.scale_rewards)
+        plan_samples = [s for _, s in flat_plans]
+        passed = torch.tensor([float(r is not None and r.passed) for r in results])
+        gathered = {k: self.gather(v) for k, v in dict(r_p=r_p, r_c=r_c, passed=passed).items()}
+        m = {
+            "reward/planner": float(gathered["r_p"].mean()), "reward/coder": float(gathered["r_c"].mean()),
+            "pass_rate/coder": float(gathered["passed"].mean()),
+            "pass_rate/planner": float(gathered["passed"].view(-1, gc).mean(1).mean()),
+            "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
+            "planner/adv_std": float(adv_p.std()), "coder/adv_std": float(adv_c.std()),
+            "planner/zero_std_frac": float(zero_p.view(-1, gp)[:, 0].float().mean()),
+            "coder/zero_std_frac": float(zero_c.view(-1, gc)[:, 0].float().mean()),
+        }
+        m.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
+        m.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
+        return {"planner": (plan_samples, adv_p), "coder": (programs, adv_c)}, m
+
+    def collaboration_gain(self, problems: Sequence[Problem] | None = None) -> dict[str, float]:
+        """Coder pass rate with the Planner's (greedy) plan minus without a plan, on the same problems (greedy)."""
+        problems = list(self.val_problems if problems is None else problems)
+        if not problems:
+            return {}
+        with torch.random.fork_rng(devices=[]):  # greedy decoding; keep the training RNG stream untouched anyway
+            plans = [g[0] for c in self.sample("planner", [planner_prompt(x) for x in problems], 1, greedy=True)
+                     for g in c]
+            with_plan = [coder_prompt(x, self.plan_for_coder(s.completion.text)) for x, s in zip(problems, plans)]
+            without = [coder_prompt(x, None) for x in problems]
+            codes = [g[0] for c in self.sample("coder", with_plan + without, 1, greedy=True) for g in c]
+        items = [(x, program_for(x, s.completion.text)) for x, s in zip(problems + problems, codes)]
+        results = self.submit(items).result()
+        n = len(problems)
+        ok = [float(r is not None and r.passed) for r in results]
+        with_rate, without_rate = sum(ok[:n]) / n, sum(ok[n:]) / n
+        return {"eval/pass_rate_with_plan": with_rate, "eval/pass_rate_without_plan": without_rate,
+                "eval/collaboration_gain": with_rate - without_rate}
+
+    evaluate = collaboration_gain
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# MAGRPO: helper + main write one program together; one shared tiered reward; joint group-relative advantages.
+
+
+class MAGRPOTrainer(_TwoRoleTrainer):
+    """MAGRPO (helper/main): the helper samples G completions per problem; the main agent writes one entry point for
+    each, seeing that helper's code (``agents.prompts.main_prompt``). Each (helper, main) pair is one joint action,
+    scored once with the shared tiered reward; both agents get the pair's group-relative advantage (groups of G)."""
+
+    role_names = ("helper", "main")
+
+    def __init__(self, params: GRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(),
+                 accelerator=None):
+        super().__init__(params, {"helper": helper, "main": main}, train_problems, sandbox, seed, val_problems,
+                         accelerator, {"helper": params.max_plan_tokens, "main": params.max_code_tokens})
+
+    def play(self, problems: list[Problem], g: int, greedy: bool = False):
+        """Sample G helpers per problem, one main per helper; returns samples and (problem, helper, main, program)."""
+        helpers = [s for c in self.sample("helper", [helper_prompt(x) for x in problems], g, greedy) for grp in c
+                   for s in grp]
+        owners = [x for x in problems for _ in range(g)]
+        helper_codes = [extract_code(h.completion.text, None).value for h in helpers]
+        mains = [grp[0] for c in self.sample("main", [main_prompt(x, hc) for x, hc in zip(owners, helper_codes)], 1,
+                                             greedy) for grp in c]
+        joint = []
+        for prob, hc, m in zip(owners, helper_codes, mains):
+            mc = extract_code(m.completion.text, prob).value
+            program = build_program(prob, f"{hc}\n\n\n{mc}") if hc and mc else None
+            joint.append((prob, hc, mc, program))
+        return helpers, mains, joint
+
+    def rollout(self, problems, timer):
+        g = self.p.num_generations
+        t = time.perf_counter()
+        helpers, mains, joint = self.play(problems, g)
+        timer["generation_s"] = time.perf_counter() - t
+        results = self.wait([self.submit([(prob, program) for prob, _, _, program in joint])], timer)
+        rewards = torch.tensor([magrpo_reward(prob, hc, mc, res, self.p.magrpo_reward)
+                                for (prob, hc, mc, _), res in zip(joint, results)])
+        adv, zero = group_advantages(rewards, g, self.p.scale_rewards)
+        passed = torch.tensor([float(r is not None and r.passed) for r in results])
+        m = {"reward/joint": float(self.gather(rewards).mean()),
+             "pass_rate/joint": float(self.gather(passed).mean()),
+             "joint/adv_std": float(adv.std()), "joint/zero_std_frac": float(zero.view(-1, g)[:, 0].float().mean())}
+        m.update(_stats("helper/completion_len", torch.tensor([s.completion.num_tokens for s in helpers])))
+        m.update(_stats("main/completion_len", torch.tensor([s.completion.num_tokens for s in mains])))
+        return {"helper": (helpers, adv), "main": (mains, adv)}, m
+
+    def evaluate(self) -> dict[str, float]:
+        if not self.val_problems:
+            return {}
+        with torch.random.fork_rng(devices=[]):
+            _, _, joint = self.play(self.val_problems, 1, greedy=True)
+        results = self.submit([(prob, program) for prob, _, _, program in joint]).result()
+        return {"eval/pass_rate_joint": sum(float(r is not None and r.passed) for r in results) / len(joint)}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Entry points
+
+
+def load_role_model(path: str, bf16: bool = False):
+    """A role's model + tokenizer from a save_pretrained directory (SFT output)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: model checkpoint not found (run `corecode sft` for this role first)")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if bf16 else torch.float32)
+    tok = AutoTokenizer.from_pretrained(path)
+    return model, tok
+
+
+def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None, progress=True) -> dict[str, float]:
+    from transformers import set_seed
+
+    from corecode.sandbox import Sandbox
+
+    g: GRPOParams = params.grpo
+    set_seed(params.seed)
+    train_problems = train_problems if train_problems is not None else load_problems(g.train_problems)
+    if val_problems is None:
+        val_problems = load_problems(g.val_problems) if g.eval_problems and Path(g.val_problems).exists() else []
+    if kind == "team":
+        starts, outputs = (g.planner_model, g.coder_model), (g.planner_output, g.coder_output)
+    else:
+        starts, outputs = (g.magrpo_helper_model, g.magrpo_main_model), (g.magrpo_helper_output, g.magrpo_main_output)
+        g = g.model_copy(update={"checkpoint_dir": g.magrpo_checkpoint_dir, "log_path": g.magrpo_log_path})
+    first = load_role_model(starts[0], g.bf16)
+    second = first if g.shared_base else load_role_model(starts[1], g.bf16)  # shared base: one model, 2 adapters
+    own_sandbox = sandbox is None
+    sandbox = sandbox or Sandbox(params.sandbox)
+    cls = TeamGRPOTrainer if kind == "team" else MAGRPOTrainer
+    trainer = cls(g, first, second, train_problems, sandbox, params.seed, val_problems)
+    try:
+        trainer.resume()
+        final = trainer.train(progress=progress)
+        trainer.save_models(dict(zip(cls.role_names, outputs)))
+    finally:
+        trainer.close()
+        if own_sandbox and hasattr(sandbox, "close"):
+            sandbox.close()
+    return final
+
+
+def run_team_grpo(params, **kw) -> dict[str, float]:
+    """Train the Planner -> Coder team from ``params`` (a ``corecode.config.Params``); returns final eval metrics
+    (Collaboration Gain). Resumes from ``grpo.checkpoint_dir`` when a checkpoint is there."""
+    return _run("team", params, **kw)
+
+
+def run_magrpo(params, **kw) -> dict[str, float]:
+    """MAGRPO helper/main training from ``grpo.magrpo_*`` paths (starts, outputs, checkpoints, log)."""
+    return _run("magrpo", params, **kw)
+
+
+def register_team_commands(app) -> None:
+    """Add ``grpo-team`` and ``grpo-magrpo`` to the typer app (called from corecode/training/cli.py)."""
+    import typer
+
+    def _go(stage: str, run_fn, params_path: str, override: list[str] | None) -> None:
+        from corecode.config import ConfigError, load_params
+        from corecode.tracking.runs import stage_run
+
+        try:
+            params = load_params(params_path, override or [])
+        except ConfigError as e:
+            raise typer.BadParameter(str(e), param_hint="--params/--set") from None
+        with stage_run(stage, params) as run:  # the active MLflow run: the trainer logs per-step metrics into it
+            final = run_fn(params)
+            run.log_metrics({k.replace("/", "_"): v for k, v in final.items()})
+            log = params.grpo.log_path if stage == "grpo_team" else params.grpo.magrpo_log_path
+            if Path(log).exists():
+                run.log_artifacts(log, "reports")
+        typer.echo(json.dumps(final, indent=1))
+
+    @app.command("grpo-team")
+    def grpo_team(
+        params_path: str = typer.Option("params.yaml", "--params", help="params.yaml to read."),
+        override: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (e.g. grpo.max_steps=2)."),
+    ) -> None:
+        """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.checkpoint_dir)."""
+        _go("grpo_team", run_team_grpo, params_path, override)
+
+    @app.command("grpo-magrpo")
+    def grpo_magrpo(
+        params_path: str = typer.Option("params.yaml", "--params", help="params.yaml to read."),
+        override: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (e.g. grpo.max_steps=2)."),
+    ) -> None:
+        """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo_checkpoint_dir)."""
+        _go("grpo_magrpo", run_magrpo, params_path, override)

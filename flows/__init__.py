@@ -1,0 +1,1 @@
+"""Prefect flows of the corecode pipeline (deployments in prefect.yaml)."""

@@ -1,0 +1,267 @@
+"""Prefect flow that runs the DVC pipeline stage by stage, so each stage is a retried, logged, observable task.
+
+Each task runs ``dvc repro --single-item <stage>``: DVC still decides what a stage reads and writes and records it
+in dvc.lock, so a flow run leaves the same dvc.lock as ``dvc repro``. The flow adds what DVC lacks: retries with
+exponential backoff on transient failures, a visible skip for stages ``dvc status`` reports up to date, a ``gpu``
+tag on training stages (for a tag-based concurrency limit), one MLflow parent run for all stages
+(``CORECODE_PARENT_RUN_ID``), and the report and metrics as Prefect artifacts.
+
+Stages run one at a time in dependency order: DVC holds a repository lock during ``repro``, so two stages of one
+checkout cannot run at once anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.tasks import exponential_backoff
+
+# Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
+# across flow runs, and the GPU deployments (prefect.yaml) select them.
+GPU_STAGES = frozenset({"sft_planner", "sft_coder", "sft_single", "grpo", "grpo_single", "magrpo"})
+# A stage command exiting with one of these is a usage/input error (typer's exit 2): retrying cannot fix it.
+PERMANENT_EXIT_CODES = (2,)
+PARENT_ENV = "CORECODE_PARENT_RUN_ID"
+
+
+class StageFailed(RuntimeError):
+    """``dvc repro`` of one stage failed; ``permanent`` when its command reported a usage/input error."""
+
+    def __init__(self, stage: str, returncode: int, output: str):
+        self.stage, self.returncode, self.output = stage, returncode, output
+        self.permanent = any(f"exited with {c}" in output for c in PERMANENT_EXIT_CODES)
+        super().__init__(f"stage {stage!r}: dvc repro exited with {returncode}\n{output[-4000:]}")
+
+
+# ------------------------------------------------------------------------------------------------ dvc.yaml graph
+
+
+def stage_graph(repo_dir: str | Path) -> dict[str, list[str]]:
+    """``{stage: [upstream stages]}`` of the DVC pipeline at ``repo_dir``, in dvc.yaml order.
+
+    Read through DVC's own index so that ``foreach``/``matrix`` stages (``evaluate@single_sft``), templating and
+    dvc.yaml files in subdirectories resolve exactly as ``dvc repro`` sees them. ``.dvc`` data files are not stages
+    to run and are left out.
+    """
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    cwd = os.getcwd()
+    os.chdir(repo_dir)  # DVC names stages relative to the cwd ("dvc.yaml:train" from elsewhere, "train" here)
+    try:
+        with Repo(".") as repo:
+            index = repo.index
+            stages = [s for s in index.stages if s.cmd]
+            runnable = {s.addressing for s in stages}
+            return {
+                s.addressing: [u.addressing for u in index.graph.successors(s) if u.addressing in runnable]
+                for s in stages
+            }
+    except DvcException as e:
+        raise ValueError(f"{repo_dir}: cannot read the DVC pipeline: {e}") from e
+    finally:
+        os.chdir(cwd)
+
+
+def stage_order(repo_dir: str | Path, targets: list[str] | None = None, upstream: bool = True) -> list[str]:
+    """Stages in dependency order (ties keep dvc.yaml order); with ``targets``, those and (if ``upstream``) every
+    stage they depend on.
+
+    A target names a stage (``train``, ``evaluate@magrpo``) or a whole foreach group (``evaluate``).
+    """
+    graph = stage_graph(repo_dir)
+    groups: dict[str, list[str]] = {}
+    for name in graph:
+        groups.setdefault(name, []).append(name)
+        if "@" in name:
+            groups.setdefault(name.split("@", 1)[0], []).append(name)
+    unknown = sorted(set(targets or []) - set(groups))
+    if unknown:
+        raise ValueError(f"{repo_dir}: unknown stage(s) {unknown}; known: {list(graph)}")
+    targets = [s for t in targets or [] for s in groups[t]]
+    wanted = set(graph)
+    if targets:
+        wanted, todo = set(), list(targets)
+        while todo:
+            s = todo.pop()
+            if s not in wanted:
+                wanted.add(s)
+                todo.extend(graph[s] if upstream else [])
+    order, done = [], set()
+    while len(order) < len(wanted):
+        ready = [s for s in graph if s in wanted and s not in done and all(u in done or u not in wanted
+                                                                            for u in graph[s])]
+        if not ready:
+            raise ValueError(f"{repo_dir}: dependency cycle among {sorted(wanted - done)}")
+        order.append(ready[0])
+        done.add(ready[0])
+    return order
+
+
+# --------------------------------------------------------------------------------------------------------- tasks
+
+
+def _dvc(args: list[str], repo_dir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The DVC of this Python environment (a worker's PATH need not contain the venv)."""
+    cmd = [sys.executable, "-m", "dvc", *args]
+    return subprocess.run(cmd, cwd=repo_dir, env=env, capture_output=True, text=True)
+
+
+def stage_up_to_date(stage: str, repo_dir: Path) -> bool:
+    """``dvc status <stage>`` reports nothing changed (deps, outs, params and cmd match dvc.lock)."""
+    res = _dvc(["status", stage, "--json"], repo_dir)
+    if res.returncode != 0:
+        raise StageFailed(stage, res.returncode, res.stdout + res.stderr)
+    return json.loads(res.stdout or "{}") == {}
+
+
+def _retry_transient(task, task_run, state) -> bool:
+    """Prefect retry condition: retry any stage failure except usage/input errors (see PERMANENT_EXIT_CODES)."""
+    try:
+        state.result()
+    except StageFailed as e:
+        return not e.permanent
+    except Exception:
+        return True
+    return False
+
+
+@task(task_run_name="{stage}", retry_condition_fn=_retry_transient, log_prints=True)
+def run_stage(
+    stage: str, repo_dir: str, parent_run_id: str | None = None, tracking_uri: str | None = None
+) -> dict[str, Any]:
+    """Run one DVC stage unless ``dvc status`` says it is up to date; returns ``{stage, status, seconds}``.
+
+    The stage process gets the MLflow parent run id and tracking URI through the environment, so its
+    ``stage_run`` nests under this flow run's parent.
+    """
+    logger = get_run_logger()
+    root = Path(repo_dir)
+    if stage_up_to_date(stage, root):
+        logger.info("%s: up to date (dvc status clean), skipped", stage)
+        return {"stage": stage, "status": "skipped", "seconds": 0.0}
+    env = dict(os.environ)
+    if parent_run_id:
+        env[PARENT_ENV] = parent_run_id
+    if tracking_uri:
+        env["MLFLOW_TRACKING_URI"] = tracking_uri
+    start = time.monotonic()
+    res = _dvc(["repro", "--single-item", stage], root, env)
+    seconds = round(time.monotonic() - start, 2)
+    for line in (res.stdout + res.stderr).splitlines()[-50:]:
+        logger.info("%s | %s", stage, line)
+    if res.returncode != 0:
+        raise StageFailed(stage, res.returncode, res.stdout + res.stderr)
+    return {"stage": stage, "status": "ran", "seconds": seconds}
+
+
+# ---------------------------------------------------------------------------------------------------------- flow
+
+
+def _tracking(root: Path):
+    """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute."""
+    from corecode.tracking.config import TrackingParams
+    from corecode.tracking.runs import tracking_uri
+
+    # Only the `tracking` section: the flow also drives DVC projects whose params.yaml is not corecode's.
+    params_file = root / "params.yaml"
+    raw = (yaml.safe_load(params_file.read_text()) or {}) if params_file.is_file() else {}
+    try:
+        tp = TrackingParams.model_validate(raw.get("tracking") or {})
+    except ValueError as e:
+        raise ValueError(f"{params_file}: invalid 'tracking' section: {e}") from None
+    uri = tracking_uri(tp)
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        uri = f"sqlite:///{(root / uri[len('sqlite:///'):]).resolve()}"
+    return tp.model_copy(update={"uri": uri})
+
+
+@contextlib.contextmanager
+def _parent_run(root: Path, enabled: bool):
+    """One MLflow parent run for this flow run, closed FINISHED or FAILED with it; yields (run id, tracking URI)."""
+    if not enabled:
+        yield None, None
+        return
+    from corecode.tracking.runs import end_parent_run, start_parent_run
+
+    tp = _tracking(root)
+    if not tp.enabled:
+        yield None, None
+        return
+    cwd = os.getcwd()
+    os.chdir(root)  # the experiment's default artifact root is relative to the cwd (contextlib.chdir is 3.11+)
+    try:
+        run_id = start_parent_run(tp, tags={"corecode.orchestrator": "prefect"})
+    finally:
+        os.chdir(cwd)
+    status = "FAILED"
+    try:
+        yield run_id, tp.uri
+        status = "FINISHED"
+    finally:
+        end_parent_run(tp, run_id, status)
+
+
+def _publish(root: Path, results: list[dict], report: str, metrics: str) -> None:
+    """Stage results, metrics table and report as Prefect artifacts (visible in the UI)."""
+    create_table_artifact(results, key="corecode-stages", description="What each DVC stage did in this flow run")
+    mpath = root / metrics
+    if mpath.is_file():
+        data = json.loads(mpath.read_text())
+        rows = [
+            {"method": m, "benchmark": b, "pass_at_1": r.get("pass_at_1"), **(r.get("pass_at_k") or {})}
+            for m, benches in (data.get("methods") or {}).items()
+            for b, r in benches.items()
+        ]
+        create_table_artifact(rows, key="corecode-metrics", description=f"{metrics}: pass@k per method")
+    rpath = root / report
+    if rpath.is_file():
+        create_markdown_artifact(rpath.read_text(), key="corecode-report", description=str(report))
+
+
+@flow(name="corecode-pipeline", log_prints=True)
+def pipeline(
+    repo_dir: str = ".",
+    stages: list[str] | None = None,
+    upstream: bool = True,
+    retries: int = 2,
+    retry_backoff_s: float = 30.0,
+    track: bool = True,
+    report: str = "data/reports/report.md",
+    metrics: str = "data/reports/metrics.json",
+) -> list[dict[str, Any]]:
+    """Run the dvc.yaml stages in dependency order, each as a task.
+
+    ``stages``: only these (stage names or foreach groups) and, with ``upstream``, what they depend on; without
+    ``upstream`` the named stages run alone (the CPU/GPU deployments split the pipeline this way).
+    ``retries``/``retry_backoff_s``: attempts after a transient failure, waiting backoff * 2**n seconds.
+    ``track``: open one MLflow parent run for all stages (off: each stage's own ``dvc repro`` gets its own parent).
+    ``report``/``metrics``: published as artifacts if present.
+    """
+    root = Path(repo_dir).resolve()
+    order = stage_order(root, stages, upstream)
+    get_run_logger().info("stage order: %s", " -> ".join(order))
+    delays = exponential_backoff(backoff_factor=retry_backoff_s)(retries) if retry_backoff_s > 0 and retries else 0
+    results: list[dict[str, Any]] = []
+    try:
+        with _parent_run(root, track) as (parent, uri):
+            for stage in order:
+                tags = ["gpu"] if stage.split("@", 1)[0] in GPU_STAGES else ["cpu"]
+                runner = run_stage.with_options(retries=retries, retry_delay_seconds=delays, tags=tags)
+                results.append(runner(stage, str(root), parent, uri))
+    finally:  # a failed run still shows what its stages did
+        rest = order[len(results):]
+        rows = results + [{"stage": s, "status": "failed" if i == 0 else "not run", "seconds": 0.0}
+                          for i, s in enumerate(rest)]
+        _publish(root, rows, report, metrics)
+    return results

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Local Prefect for corecode: a server on 127.0.0.1, the two work pools, the `gpu` tag concurrency limit, the
+# deployments of prefect.yaml, and one worker per pool. Run from the repo root (what `make prefect` calls).
+# Stop with Ctrl-C (the server and workers are this script's children). Docs: docs/prefect.md.
+set -euo pipefail
+PORT="${PREFECT_PORT:-4200}"
+export PREFECT_API_URL="http://127.0.0.1:${PORT}/api"
+# The server otherwise sends usage telemetry to an outside host; this machine has (and wants) no such traffic.
+export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}" DO_NOT_TRACK="${DO_NOT_TRACK:-true}" MLFLOW_DISABLE_TELEMETRY="${MLFLOW_DISABLE_TELEMETRY:-true}"
+PREFECT="${PREFECT:-prefect}"
+
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT INT TERM
+"$PREFECT" server start --host 127.0.0.1 --port "$PORT" &
+for _ in $(seq 90); do
+  curl -sf "${PREFECT_API_URL}/health" >/dev/null && break
+  sleep 1
+done
+curl -sf "${PREFECT_API_URL}/health" >/dev/null || { echo "prefect server did not come up on port ${PORT}" >&2; exit 1; }
+
+for pool in corecode-cpu corecode-gpu; do
+  "$PREFECT" work-pool inspect "$pool" >/dev/null 2>&1 || "$PREFECT" work-pool create "$pool" --type process
+done
+"$PREFECT" concurrency-limit inspect gpu >/dev/null 2>&1 || "$PREFECT" concurrency-limit create gpu 1
+"$PREFECT" --no-prompt deploy --all
+
+"$PREFECT" worker start --pool corecode-cpu &
+if [[ "${CORECODE_GPU_WORKER:-1}" == "1" ]]; then
+  "$PREFECT" worker start --pool corecode-gpu &
+fi
+echo "Prefect UI: http://127.0.0.1:${PORT}  (run: prefect deployment run corecode-pipeline/pipeline-full)"
+wait

@@ -1,0 +1,176 @@
+"""The composite suite: determinism, splits that hold out compositions and lengths, gold code vs tests, phrasings."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from corecode.data.composite import (
+    Chain,
+    ChainItem,
+    _generate,
+    generate_composite,
+    heldout_pairs,
+    render_code,
+    render_plan,
+    render_statement,
+    run_gold,
+    select_steps,
+)
+from corecode.data.config import CompositeParams
+from corecode.data.steps import STEP_BY_NAME
+
+SMALL = CompositeParams(n_train=300, n_val=40, n_test=60)
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return generate_composite(CompositeParams(), seed=0)
+
+
+def test_sizes_ids_and_determinism(suite):
+    assert {k: len(v) for k, v in suite.items()} == {"train": 3000, "val": 200, "test": 300}
+    for split, probs in suite.items():
+        assert all(p.split == split and p.source == "composite" for p in probs)
+        assert len({p.task_id for p in probs}) == len(probs)
+    again = generate_composite(SMALL, seed=0)
+    assert again == generate_composite(SMALL, seed=0)
+    assert again["train"] != generate_composite(SMALL, seed=1)["train"]
+
+
+def test_test_split_stable_when_train_size_changes():
+    a = generate_composite(SMALL, seed=3)["test"]
+    b = generate_composite(SMALL.model_copy(update={"n_train": 100}), seed=3)["test"]
+    assert a == b
+
+
+def test_gold_code_passes_its_tests_and_is_short(suite):
+    for probs in suite.values():
+        for p in probs:
+            ast.parse(p.reference_solution)
+            assert len(p.reference_solution.splitlines()) <= 12
+            args = [ast.literal_eval(t.input) for t in p.tests]
+            got = run_gold(p.reference_solution, p.entry_point, args)
+            assert [repr(g) for g in got] == [t.output for t in p.tests], p.task_id
+            assert len(set(t.output for t in p.tests)) >= (2 if "-> bool" in p.prompt.splitlines()[0] else 3)
+            assert len({t.input for t in p.tests}) == len(p.tests)
+
+
+def test_prompt_is_humaneval_shaped_with_a_true_example(suite):
+    for p in suite["train"][:300]:
+        first = p.prompt.splitlines()[0]
+        assert re.fullmatch(rf"def {p.entry_point}\((nums: list\[int\]|s: str)\) -> [\w\[\] ]+:", first), first
+        assert p.reference_solution.splitlines()[0] == first
+        m = re.search(rf">>> {p.entry_point}\((.*)\)\n\s+(.*)\n", p.prompt)
+        assert m, p.prompt
+        ex_in, ex_out = f"[{m.group(1)}]", m.group(2)
+        assert (ex_in, ex_out) in {(t.input, t.output) for t in p.tests}
+
+
+def test_plan_maps_about_one_line_per_code_line(suite):
+    for p in suite["train"]:
+        lines = p.plan.splitlines()
+        assert all(ln.startswith(f"{i}. ") for i, ln in enumerate(lines, 1))
+        body = p.reference_solution.splitlines()[1:]
+        guards = sum(ln.strip().startswith("if not ") for ln in body)
+        assert len(lines) == len(body) - guards  # each guard: 2 code lines, 1 plan line
+        assert len(lines) == int(p.difficulty) + guards
+
+
+def test_edge_cases_in_tests(suite):
+    ints = [p for p in suite["train"] if "nums: list[int]" in p.prompt.splitlines()[0]]
+    strs = [p for p in suite["train"] if "(s: str)" in p.prompt.splitlines()[0]]
+    assert ints and strs
+    assert all(p.tests[0].input == "[[]]" for p in ints)
+    assert all(p.tests[0].input == "['']" for p in strs)
+    assert all(any(re.search(r"-\d", t.input) for t in p.tests) for p in ints)
+
+
+def test_splits_hold_out_pairs_and_lengths():
+    cfg = SMALL
+    steps = select_steps(None)
+    held = heldout_pairs(steps, cfg.heldout_pair_frac, 0)
+    assert held
+    train = list(_generate("train", 200, cfg, 0, steps, held, set()))
+    assert all(not set(c.pairs()) & held and len(c.items) <= cfg.train_max_steps for c, _ in train)
+    test = list(_generate("test", 60, cfg, 0, steps, held, set()))
+    for c, p in test:
+        longer = len(c.items) > cfg.train_max_steps
+        has_pair = bool(set(c.pairs()) & held)
+        assert longer or has_pair
+        assert ("ood:length" in p.tags) == longer and ("ood:pair" in p.tags) == has_pair
+    assert sum(len(c.items) == 4 for c, _ in test) == 30  # test_longer_frac = 0.5
+
+
+def test_splits_disjoint(suite):
+    codes = {s: {p.reference_solution for p in v} for s, v in suite.items()}
+    assert not codes["train"] & codes["val"]
+    assert not codes["train"] & codes["test"] and not codes["val"] & codes["test"]
+
+
+def test_variety_of_structures_and_outputs(suite):
+    train = suite["train"]
+    outs = {p.prompt.splitlines()[0].rsplit("-> ", 1)[1] for p in train}
+    assert {"int:", "list[int]:", "str:", "list[str]:", "bool:"} <= outs
+    assert any("if not" in p.reference_solution for p in train)  # empty-list branches
+    assert {p.difficulty for p in train} == {"1", "2", "3"}
+    kinds = {t for p in train for t in p.tags}
+    assert {"filter", "map", "reduce", "sort", "dedupe", "window", "count", "split", "join"} <= kinds
+
+
+def test_statement_is_not_a_copy_of_the_plan(suite):
+    copied = 0
+    for p in suite["train"]:
+        statement = p.prompt.split('"""')[1].lower()
+        plan_lines = [ln.split(". ", 1)[1].rstrip(".").lower() for ln in p.plan.splitlines()]
+        copied += any(pl in statement for pl in plan_lines)
+    assert copied / len(suite["train"]) < 0.35
+
+
+def test_nested_phrasing_reverses_plan_order():
+    chain = Chain((ChainItem(STEP_BY_NAME["filter_odd"]), ChainItem(STEP_BY_NAME["map_square"]),
+                   ChainItem(STEP_BY_NAME["sum"])))
+    import random
+
+    text = render_statement(chain, "nested", random.Random(0), variety=1)
+    assert text == "Return the sum of the squares of the odd numbers in nums."
+    assert render_plan(chain) == "1. Keep only the odd numbers.\n2. Square each number.\n3. Return the sum."
+    code = render_code(chain, "solve")
+    assert run_gold(code, "solve", [[[1, 2, 3, -5]]]) == [35]
+
+
+def test_guard_branch_and_constants():
+    chain = Chain((ChainItem(STEP_BY_NAME["filter_gt"], 3), ChainItem(STEP_BY_NAME["max"])), guard_default=-1)
+    code = render_code(chain, "solve")
+    assert run_gold(code, "solve", [[[1, 2]], [[5, 9, 4]]]) == [-1, 9]
+    assert "2. If the list is empty, return -1." in render_plan(chain)
+    assert "x > 3" in code
+
+
+def test_knobs_restrict_steps_and_reject_unknown():
+    cfg = CompositeParams(n_train=50, n_val=5, n_test=10, steps=["filter", "map", "sum", "count"], test_max_steps=3,
+                          test_longer_frac=0.0, heldout_pair_frac=0.2)
+    out = generate_composite(cfg, seed=0)
+    assert {t for p in out["train"] for t in p.tags} <= {"filter", "map", "reduce", "count"}
+    with pytest.raises(ValueError, match="unknown step names/kinds"):
+        generate_composite(CompositeParams(steps=["teleport"]), seed=0)
+    with pytest.raises(ValueError, match="test_max_steps"):
+        CompositeParams(train_max_steps=4, test_max_steps=3)
+
+
+def test_phrasing_variety_one_uses_first_phrasings_only():
+    cfg = SMALL.model_copy(update={"phrasing_variety": 1, "styles": ["sequential"]})
+    for p in generate_composite(cfg, seed=0)["train"][:50]:
+        statement = p.prompt.split('"""')[1]
+        assert statement.startswith(("Given nums, ", "Given s, "))
+
+
+def test_copy_baseline_is_low_on_test_but_perfect_on_train_itself():
+    from corecode.data.difficulty import copy_baseline
+
+    out = generate_composite(CompositeParams(n_train=400, n_val=0, n_test=80), seed=0)
+    assert copy_baseline(out["train"], out["train"][:30])["all"] == 1.0  # the metric can succeed
+    rates = copy_baseline(out["train"], out["test"])
+    assert rates["all"] < 0.15 and set(rates) == {"all", "ood:length", "ood:pair"}

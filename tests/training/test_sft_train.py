@@ -1,0 +1,192 @@
+"""SFT with TRL's SFTTrainer on a tiny Qwen2: data handling, completion-only loss + EOS, training, determinism, LoRA,
+the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from test_sft_fixtures import make_tiny_checkpoint, tiny_problems, write_role_dataset
+from typer.testing import CliRunner
+
+from corecode.training.sft import SFTDataError, build_sft_trainer, read_pta_rows, read_sft_rows, train_sft
+from corecode.training.sft_config import SFTParams
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("base") / "base")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("processed")
+    for role in ("planner", "coder", "single"):
+        write_role_dataset(d / f"{role}.jsonl", role, tiny_problems())
+    return d
+
+
+def _params(tmp_path: Path, **kw) -> SFTParams:
+    defaults = dict(max_steps=12, batch_size=4, logging_steps=3, eval_steps=6, learning_rate=3e-3,
+                    work_dir=str(tmp_path / "work"))
+    return SFTParams(**(defaults | kw))
+
+
+def _weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+# --- data -------------------------------------------------------------------------------------------------------------
+
+
+def test_bad_rows_name_file_and_line(tmp_path):
+    p = tmp_path / "coder.jsonl"
+    p.write_text('{"prompt": "a", "completion": "b", "split": "train"}\n{not json}\n')
+    with pytest.raises(SFTDataError, match=r"coder.jsonl:2: not valid JSON"):
+        read_sft_rows(p)
+    p.write_text('{"prompt": "a", "completion": "b"}\n\n{"prompt": "a", "split": "train"}\n')
+    with pytest.raises(SFTDataError, match=r"coder.jsonl:3: key 'completion' missing"):
+        read_sft_rows(p)
+    p.write_text('{"prompt": "a", "completion": "b", "split": "val"}\n')
+    with pytest.raises(SFTDataError, match="no rows with split == 'train'"):
+        read_sft_rows(p)
+    with pytest.raises(SFTDataError, match="not found"):
+        read_sft_rows(tmp_path / "missing.jsonl")
+
+
+def test_splits_are_separated(data):
+    rows = read_sft_rows(data / "coder.jsonl")
+    assert len(rows["train"]) == 6 and len(rows["val"]) == 2
+    assert set(rows["train"][0]) == {"prompt", "completion"}
+
+
+def test_pta_rows_join_plan_and_code(data):
+    rows = read_pta_rows(data / "planner.jsonl", data / "coder.jsonl")
+    p = tiny_problems()[0]
+    first = rows["train"][0]
+    assert first["prompt"].endswith("### Plan\n")
+    assert first["completion"].startswith("<plan>\n1. keep x > 0") and "</plan>\n### Code\n```python\ndef sum_pos" in first["completion"]
+    # The same text a team produces: planner prompt + PTA completion == coder prompt (with plan) + code completion.
+    from corecode.agents.prompts import coder_prompt, format_code
+
+    assert first["prompt"] + first["completion"] == coder_prompt(p, p.plan) + format_code(p.reference_solution)
+    assert len(rows["val"]) == 2
+
+
+def test_role_overrides_and_unknown_role():
+    p = SFTParams(max_steps=100, planner={"max_steps": 7, "seed": 3})
+    assert p.for_role("planner", default_seed=0).max_steps == 7
+    assert p.for_role("planner", default_seed=0).seed == 3
+    assert p.for_role("coder", default_seed=5).max_steps == 100
+    assert p.for_role("coder", default_seed=5).seed == 5
+    with pytest.raises(ValueError, match="unknown role 'critic'"):
+        p.for_role("critic")
+
+
+def test_loss_only_on_completion_and_eos_appended(tmp_path, base, data):
+    cfg = _params(tmp_path).for_role("coder")
+    trainer = build_sft_trainer(cfg, data / "coder.jsonl", base)
+    tok = trainer.processing_class
+    row = trainer.train_dataset[0]
+    ids, labels = row["input_ids"], row["labels"]
+    assert ids[-1] == tok.eos_token_id  # EOS appended to the completion
+    n_prompt = next(i for i, lab in enumerate(labels) if lab != -100)
+    prompt_text = tok.decode(ids[:n_prompt])
+    assert prompt_text.endswith("### Code\n") and "```python" not in prompt_text
+    assert labels[:n_prompt] == [-100] * n_prompt  # no loss on the prompt
+    assert labels[n_prompt:] == ids[n_prompt:]  # the whole completion (EOS included) is supervised
+    assert tok.decode(ids[n_prompt:]).startswith("```python\ndef sum_pos")
+    assert trainer.args.completion_only_loss is True
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    assert batch["labels"][0].tolist()[: len(labels)] == labels
+
+
+# --- training ---------------------------------------------------------------------------------------------------------
+
+
+def test_sft_trains_saves_and_logs(tmp_path, base, data):
+    out, log = tmp_path / "sft_coder", tmp_path / "reports" / "sft_coder.json"
+    res = train_sft("coder", _params(tmp_path, max_steps=30), data_path=data / "coder.jsonl", base_checkpoint=base,
+                    output_dir=out, log_path=log)
+    assert res.global_step == 30 and res.train_rows == 6 and res.val_rows == 2
+    hist = json.loads(log.read_text())
+    losses = [h["loss"] for h in hist if "loss" in h]
+    assert losses[-1] < losses[0] - 0.3, losses  # it learns
+    assert any("eval_loss" in h for h in hist) and [h["step"] for h in hist] == sorted(h["step"] for h in hist)
+    summary = json.loads(log.with_name("sft_coder_summary.json").read_text())
+    assert summary["global_step"] == 30 and summary["eval_loss"] == pytest.approx(res.eval_loss)
+    # A standard checkpoint: loads with from_pretrained, weights changed from the base, no Trainer leftovers.
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    AutoModelForCausalLM.from_pretrained(out)
+    AutoTokenizer.from_pretrained(out)
+    assert not torch.equal(_weights(out)["model.embed_tokens.weight"], _weights(base)["model.embed_tokens.weight"])
+    assert not (tmp_path / "work" / "sft_coder").exists()
+
+
+def test_sft_is_deterministic_from_the_seed(tmp_path, base, data):
+    def run(name: str, seed: int) -> dict[str, torch.Tensor]:
+        out = tmp_path / name
+        train_sft("planner", _params(tmp_path, max_steps=8), seed=seed, data_path=data / "planner.jsonl",
+                  base_checkpoint=base, output_dir=out, log_path=tmp_path / f"{name}.json")
+        return _weights(out)
+
+    a, b, c = run("a", 0), run("b", 0), run("c", 1)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)  # same seed -> bit-identical weights
+    assert any(not torch.equal(a[k], c[k]) for k in a)  # another seed (data order) -> different weights
+
+
+def test_lora_sft_saves_a_merged_plain_model(tmp_path, base, data):
+    out = tmp_path / "sft_single"
+    p = _params(tmp_path, max_steps=6, lora={"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    train_sft("single", p, data_path=data / "single.jsonl", base_checkpoint=base, output_dir=out,
+              log_path=tmp_path / "l.json")
+    w, w0 = _weights(out), _weights(base)
+    assert not any("lora" in k for k in w)  # merged: later stages load a plain Qwen2
+    assert not torch.equal(w["model.layers.0.self_attn.q_proj.weight"], w0["model.layers.0.self_attn.q_proj.weight"])
+    assert torch.equal(w["model.layers.0.mlp.up_proj.weight"], w0["model.layers.0.mlp.up_proj.weight"])  # not adapted
+
+
+def test_cli_sft_runs_a_role_from_params(tmp_path, base, data, monkeypatch):
+    import typer
+
+    from corecode.training.cli import register
+
+    app = typer.Typer()
+    register(app)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "processed").mkdir(parents=True)
+    (tmp_path / "data" / "processed" / "planner.jsonl").write_text((data / "planner.jsonl").read_text())
+    (tmp_path / "params.yaml").write_text(
+        f"seed: 0\ntracking: {{enabled: false}}\nsft:\n  base_checkpoint: {base}\n  max_steps: 4\n  batch_size: 4\n"
+        "  planner: {max_steps: 3}\n"
+    )
+    r = CliRunner().invoke(app, ["sft", "--role", "planner", "--set", "sft.logging_steps=1"])
+    assert r.exit_code == 0, r.output
+    assert "3 steps" in r.output
+    assert (tmp_path / "data" / "checkpoints" / "sft_planner" / "model.safetensors").exists()
+    hist = json.loads((tmp_path / "data" / "reports" / "train" / "sft_planner.json").read_text())
+    assert [h["step"] for h in hist if "loss" in h] == [1, 2, 3]
+
+    bad = CliRunner().invoke(app, ["sft", "--role", "critic"])
+    assert bad.exit_code != 0 and "critic" in bad.output
+    (tmp_path / "params.yaml").write_text("sft:\n  max_stepz: 4\n")
+    bad = CliRunner().invoke(app, ["sft", "--role", "planner"])
+    assert bad.exit_code != 0 and "sft.max_stepz" in bad.output
+
+
+def test_training_cli_registers_without_importing_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, typer\nfrom corecode.training.cli import register\napp = typer.Typer(); register(app)\n"
+            "print(sorted(c.name for c in app.registered_commands), 'torch' in sys.modules, 'trl' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['grpo-magrpo', 'grpo-single', 'grpo-team', 'sft'] False False"

@@ -1,0 +1,50 @@
+"""Group-relative advantages at both nesting levels, against hand-computed numbers (TRL's arithmetic)."""
+
+import math
+
+import pytest
+import torch
+
+from corecode.training.advantages import group_advantages
+
+
+def test_plans_within_problem_hand_computed():
+    # two problems x G_p=2 plans: rewards (1, 0) and (0.5, 0.5)
+    adv, zero = group_advantages(torch.tensor([1.0, 0.0, 0.5, 0.5]), 2)
+    s = math.sqrt(0.5)  # unbiased std of (1, 0)
+    expected = [0.5 / (s + 1e-4), -0.5 / (s + 1e-4), 0.0, 0.0]
+    assert adv.tolist() == pytest.approx(expected, rel=1e-6)
+    assert zero.tolist() == [False, False, True, True]
+
+
+def test_programs_within_plan_groups_of_three():
+    # one plan's G_c=3 programs: rewards (0, 0.3, 0.9): mean 0.4, std = sqrt(((.4)^2+(.1)^2+(.5)^2)/2) = sqrt(0.21)
+    adv, _ = group_advantages(torch.tensor([0.0, 0.3, 0.9]), 3)
+    s = math.sqrt(0.21)
+    assert adv.tolist() == pytest.approx([-0.4 / (s + 1e-4), -0.1 / (s + 1e-4), 0.5 / (s + 1e-4)], rel=1e-5)
+
+
+def test_scale_none_and_batch():
+    r = torch.tensor([1.0, 0.0, 3.0, 1.0])
+    none, _ = group_advantages(r, 2, "none")
+    assert none.tolist() == pytest.approx([0.5, -0.5, 1.0, -1.0])
+    batch, _ = group_advantages(r, 2, "batch")
+    s = float(torch.tensor([1.0, 0.0, 3.0, 1.0]).std())
+    assert batch.tolist() == pytest.approx([0.5 / (s + 1e-4), -0.5 / (s + 1e-4), 1 / (s + 1e-4), -1 / (s + 1e-4)])
+
+
+def test_matches_trl_flat_groups():
+    """A single level is exactly what TRL's GRPOTrainer computes (rewards.view(-1, G), nanstd, +1e-4)."""
+    from trl.trainer.utils import nanstd
+
+    r = torch.rand(12, generator=torch.Generator().manual_seed(0))
+    g = r.view(-1, 4)
+    trl = (r - g.mean(1).repeat_interleave(4)) / (nanstd(g, dim=1).repeat_interleave(4) + 1e-4)
+    assert torch.equal(group_advantages(r, 4)[0], trl)
+
+
+def test_bad_group_size_and_scale():
+    with pytest.raises(ValueError, match="groups of 4"):
+        group_advantages(torch.zeros(6), 4)
+    with pytest.raises(ValueError, match="scale_rewards"):
+        group_advantages(torch.zeros(4), 2, "nope")

@@ -1,0 +1,58 @@
+"""The GRPO loss variants (grpo / dapo / dr_grpo) as TRL aggregates them, and micro-batching that does not change
+the gradient."""
+
+import pytest
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from corecode.generation.base import Completion
+from corecode.training.rollout import LossConfig, Sample, policy_loss_backward
+
+
+def _model():
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, pad_token_id=0, eos_token_id=1)
+    return Qwen2ForCausalLM(cfg)
+
+
+# completions of 3 and 1 tokens (different lengths so the variants differ)
+SAMPLES = [Sample([5, 6, 7], Completion("", 3, [8, 9, 1])), Sample([5, 6], Completion("", 1, [1]))]
+ADV = torch.tensor([1.0, -3.0])
+
+
+@pytest.mark.parametrize(
+    "loss_type,expected",
+    [("grpo", -(1 - 3) / 2), ("dapo", -(1 * 3 - 3 * 1) / 4), ("dr_grpo", -(1 * 3 - 3 * 1) / (2 * 10))],
+)
+def test_loss_value_per_variant(loss_type, expected):
+    # One gradient step per rollout: importance ratio is exactly 1, so per-token loss = -advantage.
+    stats = policy_loss_backward(_model(), SAMPLES, ADV, LossConfig(loss_type, max_completion_length=10), 0, 8)
+    assert stats["loss"] == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "dr_grpo"])
+def test_micro_batches_accumulate_to_the_full_batch_gradient(loss_type):
+    grads = []
+    for mb in (2, 1):
+        m = _model()
+        policy_loss_backward(m, SAMPLES, ADV, LossConfig(loss_type, max_completion_length=10), 0, mb)
+        grads.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
+    assert grads[0].abs().sum() > 0
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_kl_term_is_zero_against_itself_and_positive_after_a_change():
+    m, ref = _model(), _model()
+    s = policy_loss_backward(m, SAMPLES, ADV, LossConfig("grpo", beta=0.1, max_completion_length=10), 0, 8, ref)
+    assert s["kl"] == pytest.approx(0.0, abs=1e-7)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    s = policy_loss_backward(m, SAMPLES, ADV, LossConfig("grpo", beta=0.1, max_completion_length=10), 0, 8, ref)
+    assert s["kl"] > 1e-4
+
+
+def test_unknown_loss_type():
+    with pytest.raises(ValueError, match="loss_type"):
+        policy_loss_backward(_model(), SAMPLES, ADV, LossConfig("ppo"), 0, 8)

@@ -1,0 +1,184 @@
+"""Team GRPO and MAGRPO steps on tiny SFT'd role models with the real sandbox."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_team_fixtures import PROBLEMS, build_shared_base, build_team, weights  # noqa: E402
+
+from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
+from corecode.training.grpo_config import GRPOParams  # noqa: E402
+from corecode.training.team_grpo import MAGRPOTrainer, TeamGRPOTrainer, load_role_model  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models: one thread is ~8x faster than two contended ones on a 2-core box."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    """Each test samples from the same RNG state whatever ran before it."""
+    from transformers import set_seed
+
+    set_seed(0)
+
+
+@pytest.fixture(scope="module")
+def team_dir(tmp_path_factory, one_thread):
+    return build_team(tmp_path_factory.mktemp("team"))
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sb:
+        yield sb
+
+
+def _params(tmp_path, **kw):
+    base = dict(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
+                max_steps=1, eval_steps=0, eval_problems=4, learning_rate=1e-3, temperature=1.2,
+                checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
+    return GRPOParams(**{**base, **kw})
+
+
+def _changed(before, model):
+    return any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_team_step_updates_both_roles_logs_and_measures_collaboration_gain(team_dir, sandbox, tmp_path):
+    import mlflow
+
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    before = weights(planner[0]), weights(coder[0])
+    p = _params(tmp_path, beta=0.04)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0, val_problems=PROBLEMS)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        with mlflow.start_run() as run:
+            final = trainer.train(progress=False)
+    finally:
+        trainer.close()
+    assert _changed(before[0], planner[0]), "planner weights did not move"
+    assert _changed(before[1], coder[0]), "coder weights did not move"
+
+    log = json.loads(Path(p.log_path).read_text())
+    step = log[0]
+    for key in ("reward/planner", "reward/coder", "pass_rate/coder", "planner/adv_std", "coder/zero_std_frac",
+                "planner/kl", "coder/entropy", "coder/completion_len_mean", "step_time_s", "tokens_per_s",
+                "sandbox_time_share"):
+        assert key in step, key
+    assert 0.0 <= step["sandbox_time_share"] <= 1.0
+    assert step["planner/zero_std_frac"] < 1.0 or step["coder/zero_std_frac"] < 1.0
+
+    g = final["eval/collaboration_gain"]
+    assert g == pytest.approx(final["eval/pass_rate_with_plan"] - final["eval/pass_rate_without_plan"])
+    assert -1.0 <= g <= 1.0 and log[-1]["eval/collaboration_gain"] == g
+
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, "reward_coder")
+    assert [m.step for m in history] == [1] and history[0].value == pytest.approx(step["reward/coder"])
+
+
+def test_alternate_schedule_freezes_the_other_role(team_dir, sandbox, tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    before = weights(planner[0]), weights(coder[0])
+    trainer = TeamGRPOTrainer(_params(tmp_path, schedule="alternate", alternate_every=1, eval_problems=0),
+                              planner, coder, PROBLEMS, sandbox)
+    try:
+        assert trainer.updating(0) == ["planner"] and trainer.updating(1) == ["coder"]
+        metrics = trainer.train_step()
+    finally:
+        trainer.close()
+    assert "planner/loss" in metrics and "coder/loss" not in metrics
+    assert _changed(before[0], planner[0])
+    assert not _changed(before[1], coder[0])
+
+
+def test_magrpo_step_updates_helper_and_main(sandbox, tmp_path):
+    helper, main = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", magrpo=True))
+    before = weights(helper[0]), weights(main[0])
+    p = _params(tmp_path, num_generations=4, max_plan_tokens=48, loss_type="dapo")
+    trainer = MAGRPOTrainer(p, helper, main, PROBLEMS, sandbox, val_problems=PROBLEMS[:2])
+    try:
+        final = trainer.train(progress=False)
+    finally:
+        trainer.close()
+    log = json.loads(Path(p.log_path).read_text())
+    assert {"reward/joint", "pass_rate/joint", "joint/zero_std_frac"} <= set(log[0])
+    assert 0.0 <= final["eval/pass_rate_joint"] <= 1.0
+    assert log[0]["joint/zero_std_frac"] < 1.0
+    assert _changed(before[0], helper[0]) and _changed(before[1], main[0])
+
+
+def test_data_order_is_a_function_of_the_step(team_dir, sandbox, tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    trainer = TeamGRPOTrainer(_params(tmp_path, eval_problems=0), planner, coder, PROBLEMS, sandbox, seed=3)
+    try:
+        seen = [x.task_id for s in range(2) for x in trainer.batch_problems(s)]
+        assert sorted(seen) == sorted(p.task_id for p in PROBLEMS)  # one epoch = every problem once
+        assert [x.task_id for x in trainer.batch_problems(1)] == seen[2:]
+    finally:
+        trainer.close()
+
+
+def test_lora_roles_train_adapters_only_and_save_merged_models(team_dir, sandbox, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    sft = weights(planner[0]), weights(coder[0])
+    p = _params(tmp_path, lora_r=4, beta=0.04, learning_rate=1e-2, eval_problems=0)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+    try:
+        metrics = trainer.train_step()
+        assert metrics["planner/kl"] >= 0.0
+        for role in ("planner", "coder"):
+            model = trainer.roles[role].model
+            trainable = {n for n, q in model.named_parameters() if q.requires_grad}
+            assert trainable and all("lora_" in n for n in trainable)
+        trainer.save_models({"planner": str(tmp_path / "out_p"), "coder": str(tmp_path / "out_c")})
+    finally:
+        trainer.close()
+    for out, before in ((tmp_path / "out_p", sft[0]), (tmp_path / "out_c", sft[1])):
+        merged = AutoModelForCausalLM.from_pretrained(out)
+        assert set(merged.state_dict()) == set(before)  # a plain checkpoint, adapters merged in
+        assert _changed(before, merged)
+
+
+def test_shared_base_with_one_adapter_per_role(sandbox, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from transformers import set_seed
+
+    base = load_role_model(str(build_shared_base(tmp_path / "sft")))  # one model SFT'd on both roles' rows
+    sft = weights(base[0])
+    set_seed(0)
+    p = _params(tmp_path, shared_base=True, lora_r=4, beta=0.04, learning_rate=1e-2, eval_problems=0,
+                problems_per_step=4, num_programs=4)
+    trainer = TeamGRPOTrainer(p, base, base, PROBLEMS, sandbox)
+    try:
+        assert trainer.roles["planner"].model is trainer.roles["coder"].model
+        lora = {n: q.detach().clone() for n, q in trainer.shared.named_parameters() if "lora_B" in n}
+        trainer.train_step()
+        moved = {n for n, q in trainer.shared.named_parameters() if n in lora and not torch.equal(lora[n], q)}
+        assert any(".planner." in n for n in moved) and any(".coder." in n for n in moved)
+        trainer.save_models({"planner": str(tmp_path / "p"), "coder": str(tmp_path / "c")})
+    finally:
+        trainer.close()
+    merged = [AutoModelForCausalLM.from_pretrained(tmp_path / d).state_dict() for d in ("p", "c")]
+    assert set(merged[0]) == set(sft)
+    assert any(not torch.equal(merged[0][k], merged[1][k]) for k in sft)  # two different role policies
+    assert all(_changed(sft, AutoModelForCausalLM.from_pretrained(tmp_path / d)) for d in ("p", "c"))
+
+
+def test_shared_base_needs_lora(team_dir, sandbox, tmp_path):
+    base = load_role_model(str(team_dir[1]))
+    with pytest.raises(ValueError, match="lora_r"):
+        TeamGRPOTrainer(_params(tmp_path, shared_base=True), base, base, PROBLEMS, sandbox)
