@@ -8,6 +8,11 @@ BIN := $(VENV)/bin
 # The CPU build of torch lies on the project's machines; on a GPU box set TORCH_SPEC to the CUDA build you want.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+# No usage telemetry from MLflow, Prefect or DVC (the pipeline talks only to local stores).
+export DO_NOT_TRACK := true
+export MLFLOW_DISABLE_TELEMETRY := true
+export DVC_NO_ANALYTICS := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
 .PHONY: setup sandbox-deps run test test-fast prefect mlflow-ui clean-venv
 

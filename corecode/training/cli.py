@@ -16,6 +16,28 @@ _PARAMS_OPT = typer.Option(PARAMS_FILE, "--params", help="params.yaml to read.")
 _SET_OPT = typer.Option(None, "--set", help="Override a param: KEY=VALUE (dotted key, YAML value); repeatable.")
 
 
+# What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
+_SFT_OOM_HINTS = (
+    "lower sft.batch_size (and raise sft.gradient_accumulation_steps to keep the effective batch)",
+    "lower sft.max_length",
+    "set sft.gradient_checkpointing: true",
+    "enable sft.lora.enabled or use a smaller model (model.embedded.*)",
+)
+_SINGLE_OOM_HINTS = (
+    "lower grpo.single.batch_size (and raise grpo.single.gradient_accumulation_steps)",
+    "lower grpo.single.num_generations or grpo.single.max_completion_length",
+    "set grpo.single.gradient_checkpointing: true or grpo.single.lora.enabled: true",
+)
+_TEAM_OOM_HINTS = (
+    "lower grpo.micro_batch_size (sequences per forward/backward)",
+    "lower grpo.generation_batch_size (prompts per generate call)",
+    "lower grpo.problems_per_step, grpo.num_plans or grpo.num_programs (the group sizes)",
+    "lower grpo.max_plan_tokens / grpo.max_code_tokens",
+    "set grpo.gradient_checkpointing: true, grpo.bf16: true, or grpo.lora_r > 0",
+    "put the roles on two GPUs: grpo.planner_device: cuda:0, grpo.coder_device: cuda:1",
+)
+
+
 def _load(params_path: Path, overrides: list[str] | None):
     from corecode.config import ConfigError, load_params
 
@@ -28,7 +50,7 @@ def _load(params_path: Path, overrides: list[str] | None):
 def _register_sft(app: typer.Typer) -> None:
     @app.command("sft")
     def sft(
-        role: str = typer.Option(..., "--role", help="planner | coder | single"),
+        role: str = typer.Option(..., "--role", help="planner | coder | single | pta (plan-then-code, one model)"),
         params: Path = _PARAMS_OPT,
         set_: list[str] = _SET_OPT,
     ) -> None:
@@ -41,17 +63,43 @@ def _register_sft(app: typer.Typer) -> None:
         from corecode.tracking.runs import stage_run
         from corecode.training.sft import train_sft
 
-        with stage_run(f"sft_{role}", p) as run:
+        from corecode.models.oom import oom_guard
+
+        with stage_run(f"sft_{role}", p) as run, oom_guard(f"sft_{role}", _SFT_OOM_HINTS):
             res = train_sft(role, p.sft, seed=p.seed, report_to=["mlflow"] if run.enabled else [])
             run.log_metrics({"final_train_loss": res.train_loss or 0.0, "wall_time_s": res.wall_time_s})
             if res.eval_loss is not None:
                 run.log_metrics({"final_eval_loss": res.eval_loss})
+            check = _sample_check(role, p, res)
+            run.log_metrics(check)
             run.log_artifacts(res.log_path, "reports")
+        if check:
+            typer.echo("sample check: " + ", ".join(f"{k}={v:.3f}" for k, v in check.items()))
+        val = "n/a" if res.eval_loss is None else f"{res.eval_loss:.4f}"
         typer.echo(
             f"sft {role}: {res.global_step} steps on {res.train_rows} rows in {res.wall_time_s:.1f}s, "
-            f"train loss {res.train_loss:.4f}, val loss {res.eval_loss if res.eval_loss is None else round(res.eval_loss, 4)}"
-            f" -> {res.output_dir}"
+            f"train loss {res.train_loss:.4f}, val loss {val} -> {res.output_dir}"
         )
+
+
+def _sample_check(role: str, p, res) -> dict[str, float]:
+    """Post-SFT greedy sample check on ``sft.check_n`` problems, merged into sft_<role>_summary.json."""
+    import json
+
+    cfg = p.sft.for_role(role, p.seed)
+    if not cfg.check_n or not Path(cfg.check_problems).exists():
+        return {}
+    from corecode.sandbox import Sandbox
+    from corecode.training.sft import sample_check
+    from corecode.training.single_grpo import load_problems
+
+    problems = load_problems(cfg.check_problems, cfg.check_n)
+    with Sandbox(p.sandbox) as sb:
+        check = sample_check(role, res.output_dir, problems, sandbox=sb, max_new_tokens=cfg.check_max_new_tokens)
+    summary_path = res.log_path.with_name(f"sft_{role}_summary.json")
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary_path.write_text(json.dumps(summary | check, indent=1) + "\n")
+    return check
 
 
 def _register_single(app: typer.Typer) -> None:
@@ -69,7 +117,9 @@ def _register_single(app: typer.Typer) -> None:
         from corecode.training.single_grpo import train_grpo_single
 
         stage = "pta_grpo" if plan_then_code else "grpo_single"
-        with stage_run(stage, p) as run:
+        from corecode.models.oom import oom_guard
+
+        with stage_run(stage, p) as run, oom_guard(stage, _SINGLE_OOM_HINTS):
             res = train_grpo_single(p, plan_then_code=plan_then_code, report_to=["mlflow"] if run.enabled else [])
             run.log_metrics({"wall_time_s": res.wall_time_s, "final_reward_mean": res.final_reward_mean})
             run.log_artifacts(res.log_path, "reports")
@@ -93,8 +143,11 @@ def _register_team(app: typer.Typer) -> None:
         from corecode.tracking.runs import stage_run
         from corecode.training import team_grpo
 
+        from corecode.models.oom import oom_guard
+
         with stage_run(stage, p) as run:  # the active MLflow run: the trainer logs per-step metrics into it
-            final = getattr(team_grpo, fn_name)(p)
+            with oom_guard(stage, _TEAM_OOM_HINTS):
+                final = getattr(team_grpo, fn_name)(p)
             run.log_metrics({k.replace("/", "_"): v for k, v in final.items()})
             log = Path(getattr(p.grpo, log_attr))
             if log.exists():

@@ -77,9 +77,10 @@ def read_pta_rows(planner_path: str | Path, coder_path: str | Path) -> dict[str,
         c = code_by_key.get(key)
         if c is None or key[1] not in splits:
             continue
-        splits[key[1]].append({"prompt": r["prompt"], "completion": join_plan_then_code(r["completion"], c["completion"])})
+        completion = join_plan_then_code(r["completion"], c["completion"])
+        splits[key[1]].append({"prompt": r["prompt"], "completion": completion})
     if not splits["train"]:
-        raise SFTDataError(f"{planner_path} + {coder_path}: no train rows share a task_id (need it to join plans and code)")
+        raise SFTDataError(f"{planner_path} + {coder_path}: no train rows share a task_id (needed to join plan and code)")
     return splits
 
 
@@ -315,3 +316,60 @@ def train_sft(
         wall_time_s=wall,
         history=history,
     )
+
+
+def sample_check(
+    role: str,
+    checkpoint: str | Path,
+    problems: list,
+    *,
+    sandbox=None,
+    max_new_tokens: int = 192,
+) -> dict[str, float]:
+    """Greedy-sample a freshly SFT'd role on held-out problems and measure what a loss curve cannot show.
+
+    planner: fraction of well-formed plans. coder (gold plan in the prompt), single (no plan) and pta (plan then
+    code): fraction whose extracted code parses, and greedy pass rate / mean pass fraction from ``corecode.sandbox``
+    (the generated code runs nowhere else). Returns ``{"check_n", "check_parses", "check_pass_rate", ...}``.
+    """
+    import ast
+
+    from corecode.agents.extract import build_program, extract_code, extract_plan
+    from corecode.agents.prompts import coder_prompt, planner_prompt
+    from corecode.generation.base import SamplingParams
+    from corecode.generation.hf import TransformersGenerator
+
+    if role == "planner" or role == "pta":
+        prompts = [planner_prompt(p) for p in problems]
+    else:
+        prompts = [coder_prompt(p, p.plan if role == "coder" else None) for p in problems]
+    gen = TransformersGenerator(str(checkpoint), max_batch_size=32, dtype="float32", device="auto")
+    texts = [c[0].text for c in gen.generate(prompts, SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0))]
+    out: dict[str, float] = {"check_n": float(len(problems))}
+    if role == "planner":
+        out["check_plan_ok"] = sum(extract_plan(t).ok for t in texts) / max(1, len(texts))
+        return out
+    programs = []
+    for p, t in zip(problems, texts):
+        ex = extract_code(t, p)
+        programs.append(build_program(p, ex.value) if ex.ok else "")
+
+    def parses(src: str) -> bool:
+        try:
+            ast.parse(src)
+        except (SyntaxError, ValueError):
+            return False
+        return bool(src.strip())
+
+    from corecode.sandbox import Sandbox
+
+    if sandbox is None:
+        with Sandbox() as sb:
+            results = sb.run_batch(list(zip(problems, programs)))
+    else:
+        results = sandbox.run_batch(list(zip(problems, programs)))
+    n = max(1, len(problems))
+    out["check_parses"] = sum(map(parses, programs)) / n
+    out["check_pass_rate"] = sum(r.passed for r in results) / n
+    out["check_pass_fraction"] = sum(r.pass_fraction for r in results) / n
+    return out

@@ -95,6 +95,14 @@ class SFTParams(BaseModel):
         description="torch.set_num_threads for CPU training (None = torch's default, one per core). On a CPU shared "
         "with other busy processes 1 thread was measured 4x faster than 2 (OpenMP threads spin-wait).",
     )
+    check_problems: str = Field(
+        "data/processed/composite_val.jsonl",
+        description="After training, greedy-sample the model on these problems (Problem JSONL) and score in the sandbox.",
+    )
+    check_n: int = Field(
+        32, ge=0, description="How many check problems (first N); 0 skips the post-SFT sample check."
+    )
+    check_max_new_tokens: int = Field(192, ge=1, description="Token budget of a sample-check completion.")
     lora: LoraParams = Field(default_factory=LoraParams, description="LoRA (peft) settings.")
     planner: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role planner.")
     coder: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role coder.")
@@ -138,7 +146,7 @@ class SingleGRPOParams(BaseModel):
         "data/processed/composite_train.jsonl", description="Problem JSONL the prompts come from (train split)."
     )
     max_problems: int | None = Field(None, description="Use only the first N problems (None = all).")
-    work_dir: str = Field("data/work", description="Trainer scratch output (intermediate checkpoints) outside DVC outs.")
+    work_dir: str = Field("data/work", description="Trainer scratch (intermediate checkpoints), outside DVC outs.")
     log_dir: str = Field("data/reports/train", description="Where grpo_single.json / pta_grpo.json log histories go.")
     loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("dapo", description="TRL GRPOConfig.loss_type.")
     num_generations: int = Field(4, ge=2, description="Completions per prompt (the GRPO group size).")

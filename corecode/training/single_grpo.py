@@ -30,7 +30,7 @@ def pta_prompt(problem: Problem) -> str:
 
 
 def format_plan_then_code(plan: str, code: str) -> str:
-    """The PTA completion format: the plan (plan tags), the code cue, the fenced code (what `sft --role pta` teaches)."""
+    """PTA completion: the plan (plan tags), the code cue, the fenced code (what `sft --role pta` teaches)."""
     return join_plan_then_code(format_plan(plan), format_code(code))
 
 

@@ -87,14 +87,15 @@ def write_problems(path: Path, problems: list[Problem]) -> Path:
 
 
 def make_tiny_checkpoint(path: Path, problems: list[Problem] | None = None, hidden: int = 32) -> Path:
-    """A 2-layer Qwen2 (hidden ``hidden``) with a small BPE tokenizer trained on the problems' texts, saved to ``path``."""
+    """A 2-layer Qwen2 (width ``hidden``) and a small BPE tokenizer trained on the problems' texts, saved at ``path``."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from corecode.models.tokenizer import train_bpe_tokenizer
 
     problems = problems or tiny_problems()
-    texts = [r["prompt"] + r["completion"] for role in ("planner", "coder", "single") for r in role_rows(role, problems, "train")]
+    roles = ("planner", "coder", "single")
+    texts = [r["prompt"] + r["completion"] for role in roles for r in role_rows(role, problems, "train")]
     tok = train_bpe_tokenizer(texts, vocab_size=400, min_frequency=1)
     cfg = Qwen2Config(
         vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,

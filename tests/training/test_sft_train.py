@@ -17,6 +17,15 @@ from corecode.training.sft_config import SFTParams
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models on a CPU shared with other jobs: one thread measured ~4x faster than two spin-waiting ones."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
     return make_tiny_checkpoint(tmp_path_factory.mktemp("base") / "base")
@@ -71,7 +80,8 @@ def test_pta_rows_join_plan_and_code(data):
     p = tiny_problems()[0]
     first = rows["train"][0]
     assert first["prompt"].endswith("### Plan\n")
-    assert first["completion"].startswith("<plan>\n1. keep x > 0") and "</plan>\n### Code\n```python\ndef sum_pos" in first["completion"]
+    assert first["completion"].startswith("<plan>\n1. keep x > 0")
+    assert "</plan>\n### Code\n```python\ndef sum_pos" in first["completion"]
     # The same text a team produces: planner prompt + PTA completion == coder prompt (with plan) + code completion.
     from corecode.agents.prompts import coder_prompt, format_code
 
@@ -145,7 +155,8 @@ def test_sft_is_deterministic_from_the_seed(tmp_path, base, data):
 
 def test_lora_sft_saves_a_merged_plain_model(tmp_path, base, data):
     out = tmp_path / "sft_single"
-    p = _params(tmp_path, max_steps=6, lora={"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    lora = {"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
+    p = _params(tmp_path, max_steps=6, lora=lora)
     train_sft("single", p, data_path=data / "single.jsonl", base_checkpoint=base, output_dir=out,
               log_path=tmp_path / "l.json")
     w, w0 = _weights(out), _weights(base)
@@ -190,3 +201,34 @@ def test_training_cli_registers_without_importing_torch():
             "print(sorted(c.name for c in app.registered_commands), 'torch' in sys.modules, 'trl' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "['grpo-magrpo', 'grpo-single', 'grpo-team', 'sft'] False False"
+
+
+def test_cli_sft_logs_per_step_metrics_to_mlflow(tmp_path, base, data, monkeypatch):
+    """TRL's report_to=["mlflow"] logs into the stage run opened by corecode.tracking (real sqlite store)."""
+    import typer
+    from mlflow import MlflowClient
+
+    from corecode.training.cli import register
+
+    app = typer.Typer()
+    register(app)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("CORECODE_PARENT_RUN_ID", raising=False)
+    (tmp_path / "data" / "processed").mkdir(parents=True)
+    (tmp_path / "data" / "processed" / "coder.jsonl").write_text((data / "coder.jsonl").read_text())
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    (tmp_path / "params.yaml").write_text(
+        f"tracking: {{enabled: true, uri: '{uri}', experiment: t, log_system_metrics: false}}\n"
+        f"sft: {{base_checkpoint: {base}, max_steps: 4, batch_size: 4, logging_steps: 1, eval_steps: 2}}\n"
+    )
+    r = CliRunner().invoke(app, ["sft", "--role", "coder"])
+    assert r.exit_code == 0, r.output
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("t").experiment_id], "tags.`corecode.stage` = 'sft_coder'")
+    assert len(runs) == 1
+    run_id = runs[0].info.run_id
+    assert [m.step for m in client.get_metric_history(run_id, "loss")] == [1, 2, 3, 4]
+    assert [m.step for m in client.get_metric_history(run_id, "eval_loss")][:2] == [2, 4]
+    assert runs[0].data.params["sft.max_steps"] == "4"
+    assert "final_eval_loss" in runs[0].data.metrics

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Local Prefect for corecode: a server on 127.0.0.1, the two work pools, the `gpu` tag concurrency limit, the
-# deployments of prefect.yaml, and one worker per pool. Run from the repo root (what `make prefect` calls).
+# Local Prefect for corecode (`make prefect`): a server on 127.0.0.1, the two work pools, the `gpu` tag concurrency
+# limit, the deployments of prefect.yaml, and one worker per pool. Runs from the repo root wherever it is called from.
 # Stop with Ctrl-C (the server and workers are this script's children). Docs: docs/prefect.md.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+# The repo's venv first on PATH: the CLIs here, and the `corecode`/`dvc` that the workers' stages call.
+if [[ -x .venv/bin/prefect ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 PORT="${PREFECT_PORT:-4200}"
 export PREFECT_API_URL="http://127.0.0.1:${PORT}/api"
 # The server otherwise sends usage telemetry to an outside host; this machine has (and wants) no such traffic.
-export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}" DO_NOT_TRACK="${DO_NOT_TRACK:-true}" MLFLOW_DISABLE_TELEMETRY="${MLFLOW_DISABLE_TELEMETRY:-true}"
+export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}"
+export DO_NOT_TRACK="${DO_NOT_TRACK:-true}" MLFLOW_DISABLE_TELEMETRY="${MLFLOW_DISABLE_TELEMETRY:-true}"
 PREFECT="${PREFECT:-prefect}"
 
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT INT TERM

