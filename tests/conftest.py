@@ -1,0 +1,43 @@
+"""Suite-wide hygiene: no telemetry, a private MLflow store, and no MLflow state leaking from one test to the next.
+
+MLflow keeps the active experiment and tracking URI in module globals; a test that points MLflow at its own sqlite
+store in tmp_path would otherwise leave the next test looking up an experiment id that does not exist there.
+"""
+
+import os
+
+import pytest
+
+for _k, _v in {
+    "DO_NOT_TRACK": "true",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DVC_NO_ANALYTICS": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
+    os.environ.setdefault(_k, _v)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_mlflow_store(tmp_path_factory):
+    """Stages run in tests log to a throwaway store, never to the repo's mlflow.db."""
+    if "MLFLOW_TRACKING_URI" not in os.environ:
+        os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _reset_mlflow_globals():
+    yield
+    import sys
+
+    if "mlflow" not in sys.modules:
+        return
+    import mlflow
+    from mlflow.tracking import fluent
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+    fluent._active_experiment_id = None
+    tracking_utils._tracking_uri = None
