@@ -13,6 +13,8 @@ export DO_NOT_TRACK := true
 export MLFLOW_DISABLE_TELEMETRY := true
 export DVC_NO_ANALYTICS := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+# Tiny models on a small CPU: one intra-op thread is several times faster than two contended ones (docs/benchmarks.md).
+export OMP_NUM_THREADS ?= 1
 
 .PHONY: setup sandbox-deps run test test-fast prefect mlflow-ui clean-venv
 

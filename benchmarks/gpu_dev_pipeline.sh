@@ -33,6 +33,6 @@ step sft_coder $CLI sft --role coder --params $P
 step grpo_team $CLI grpo-team --params $P
 step eval_sft $CLI evaluate --method planner_coder_sft --params $P
 step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
-step sft_single $CLI sft --role single --params $P
+[ "${SKIP_SINGLE:-0}" = 1 ] || step sft_single $CLI sft --role single --params $P
 tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null
 touch "$R/DONE"

@@ -40,7 +40,10 @@ def register(app: typer.Typer) -> None:
 
 def _log_summary(summary: dict) -> None:
     """Evaluation numbers into the stage's MLflow run, when one is active."""
-    import mlflow
+    try:
+        import mlflow
+    except ImportError:  # a host without MLflow (tracking.enabled: false, e.g. the GPU image): no run to log into
+        return
 
     from corecode.evaluation.aggregate import flat_metrics
 

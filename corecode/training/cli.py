@@ -94,8 +94,11 @@ def _sample_check(role: str, p, res) -> dict[str, float]:
     from corecode.training.single_grpo import load_problems
 
     problems = load_problems(cfg.check_problems, cfg.check_n)
-    with Sandbox(p.sandbox) as sb:
-        check = sample_check(role, res.output_dir, problems, sandbox=sb, max_new_tokens=cfg.check_max_new_tokens)
+    if role == "planner":  # plans are checked for form only; nothing runs
+        check = sample_check(role, res.output_dir, problems, max_new_tokens=cfg.check_max_new_tokens)
+    else:
+        with Sandbox(p.sandbox) as sb:
+            check = sample_check(role, res.output_dir, problems, sandbox=sb, max_new_tokens=cfg.check_max_new_tokens)
     summary_path = res.log_path.with_name(f"sft_{role}_summary.json")
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary_path.write_text(json.dumps(summary | check, indent=1) + "\n")

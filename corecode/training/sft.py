@@ -134,6 +134,26 @@ def _resolve_dtype(name: str):
     return (torch.float32, use_bf16)
 
 
+def checkpointing_kwarg(args_cls: type, enabled: bool) -> dict[str, bool]:
+    """``{"activation_checkpointing": enabled}`` on transformers >= 5.2x, ``{"gradient_checkpointing": ...}`` before.
+
+    transformers renamed the TrainingArguments field during 5.x; pyproject allows any 5.x (the GPU image has 5.17).
+    """
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(args_cls)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": enabled}
+
+
+def warmup_kwarg(args_cls: type, ratio: float) -> dict[str, float]:
+    """Warmup as a fraction of the steps: ``warmup_ratio`` where the args class still has it (older transformers 5.x),
+    else ``warmup_steps`` (transformers >= 5.2x reads a float < 1 there as a ratio)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(args_cls)}
+    return {"warmup_ratio": ratio} if "warmup_ratio" in names else {"warmup_steps": ratio}
+
+
 def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to: list[str]):
     """TRL ``SFTConfig`` from one role's resolved params (the only place params map onto TRL's knobs)."""
     import torch
@@ -149,7 +169,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
         per_device_eval_batch_size=cfg.eval_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         max_length=cfg.max_length,
-        warmup_steps=cfg.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        **warmup_kwarg(SFTConfig, cfg.warmup_ratio),
         lr_scheduler_type=cfg.lr_scheduler_type,
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
@@ -163,7 +183,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
         seed=cfg.seed,
         data_seed=cfg.seed,
         bf16=bf16,
-        activation_checkpointing=cfg.gradient_checkpointing,
+        **checkpointing_kwarg(SFTConfig, cfg.gradient_checkpointing),
         completion_only_loss=True,
         packing=False,
         dataloader_num_workers=0,

@@ -20,7 +20,7 @@ from typing import Any
 
 from corecode.agents.prompts import format_code, format_plan, planner_prompt
 from corecode.data.schema import Problem
-from corecode.training.sft import join_plan_then_code
+from corecode.training.sft import checkpointing_kwarg, join_plan_then_code, warmup_kwarg
 from corecode.training.sft_config import SingleGRPOParams
 
 
@@ -87,7 +87,7 @@ def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_the
         max_steps=cfg.max_steps,
         learning_rate=cfg.learning_rate,
         lr_scheduler_type=cfg.lr_scheduler_type,
-        warmup_steps=cfg.warmup_ratio,
+        **warmup_kwarg(GRPOConfig, cfg.warmup_ratio),
         max_grad_norm=cfg.max_grad_norm,
         per_device_train_batch_size=cfg.batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
@@ -106,7 +106,7 @@ def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_the
         seed=seed,
         data_seed=seed,
         bf16=bf16,
-        activation_checkpointing=cfg.gradient_checkpointing,
+        **checkpointing_kwarg(GRPOConfig, cfg.gradient_checkpointing),
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
         report_to=report_to,

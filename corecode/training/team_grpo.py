@@ -285,13 +285,16 @@ class _TwoRoleTrainer:
         return metrics
 
     def log(self, metrics: dict[str, float]) -> None:
-        import mlflow
+        try:
+            import mlflow
+        except ImportError:  # a host without MLflow (tracking.enabled: false, e.g. the GPU image): file log only
+            mlflow = None
 
         row = {"step": self.state.step, **{k: float(v) for k, v in metrics.items()}}
         self.state.history.append(row)
         if not self.acc.is_main_process:
             return
-        if mlflow.active_run() is not None:
+        if mlflow is not None and mlflow.active_run() is not None:
             mlflow.log_metrics({k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
                                step=self.state.step)
         path = Path(self.p.log_path)

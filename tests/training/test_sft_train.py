@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_sft_fixtures import make_tiny_checkpoint, tiny_problems, write_role_dataset
+from test_sft_fixtures import make_tiny_checkpoint, tiny_problems, write_problems, write_role_dataset
 from typer.testing import CliRunner
 
 from corecode.training.sft import SFTDataError, build_sft_trainer, read_pta_rows, read_sft_rows, train_sft
@@ -175,9 +175,10 @@ def test_cli_sft_runs_a_role_from_params(tmp_path, base, data, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data" / "processed").mkdir(parents=True)
     (tmp_path / "data" / "processed" / "planner.jsonl").write_text((data / "planner.jsonl").read_text())
+    write_problems(tmp_path / "data" / "processed" / "composite_val.jsonl", tiny_problems()[:2])
     (tmp_path / "params.yaml").write_text(
         f"seed: 0\ntracking: {{enabled: false}}\nsft:\n  base_checkpoint: {base}\n  max_steps: 4\n  batch_size: 4\n"
-        "  planner: {max_steps: 3}\n"
+        "  planner: {max_steps: 3}\n  check_n: 2\n  check_max_new_tokens: 8\n"
     )
     r = CliRunner().invoke(app, ["sft", "--role", "planner", "--set", "sft.logging_steps=1"])
     assert r.exit_code == 0, r.output
@@ -185,6 +186,10 @@ def test_cli_sft_runs_a_role_from_params(tmp_path, base, data, monkeypatch):
     assert (tmp_path / "data" / "checkpoints" / "sft_planner" / "model.safetensors").exists()
     hist = json.loads((tmp_path / "data" / "reports" / "train" / "sft_planner.json").read_text())
     assert [h["step"] for h in hist if "loss" in h] == [1, 2, 3]
+    summary = json.loads((tmp_path / "data" / "reports" / "train" / "sft_planner_summary.json").read_text())
+    assert summary["global_step"] == 3 and summary["check_n"] == 2.0  # the post-SFT sample check ran
+    assert summary["check_plan_ok"] == 0.0  # 3 steps from scratch: no well-formed plan yet
+    assert "sample check: check_n=2.000" in r.output
 
     bad = CliRunner().invoke(app, ["sft", "--role", "critic"])
     assert bad.exit_code != 0 and "critic" in bad.output
@@ -232,3 +237,9 @@ def test_cli_sft_logs_per_step_metrics_to_mlflow(tmp_path, base, data, monkeypat
     assert [m.step for m in client.get_metric_history(run_id, "eval_loss")][:2] == [2, 4]
     assert runs[0].data.params["sft.max_steps"] == "4"
     assert "final_eval_loss" in runs[0].data.metrics
+
+
+def test_warmup_ratio_reaches_the_scheduler(tmp_path, base, data):
+    cfg = _params(tmp_path, max_steps=40, warmup_ratio=0.1).for_role("coder")
+    args = build_sft_trainer(cfg, data / "coder.jsonl", base).args
+    assert args.get_warmup_steps(40) == 4
