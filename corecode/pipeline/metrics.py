@@ -59,4 +59,22 @@ def collect_metrics(params: Params, root: Path = EVAL_DIR, out: Path = METRICS_F
     metrics = {"methods": methods, "comparisons": comparisons, "efficiency": efficiency}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    write_plot_tables(metrics, out.parent / "plots")
     return metrics
+
+
+def write_plot_tables(metrics: dict, plots_dir: Path) -> list[Path]:
+    """One ``pass_at_k_<benchmark>.json`` table per benchmark (rows: method, pass_at_1, pass_at_k...) for dvc plots."""
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    benchmarks = sorted({b for per_bench in metrics["methods"].values() for b in per_bench})
+    written = []
+    for bench in benchmarks:
+        rows = []
+        for method, per_bench in sorted(metrics["methods"].items()):
+            if bench in per_bench:
+                s = per_bench[bench]
+                rows.append({"method": method, "pass_at_1": s.get("pass_at_1"), **(s.get("pass_at_k") or {})})
+        path = plots_dir / f"pass_at_k_{bench}.json"
+        path.write_text(json.dumps(rows, indent=2) + "\n")
+        written.append(path)
+    return written

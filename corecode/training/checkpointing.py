@@ -57,3 +57,52 @@ def save_checkpoint(accelerator, root: str | Path, step: int, keep: int) -> Path
 def load_checkpoint(accelerator, path: str | Path) -> None:
     """Restore models, optimizers, schedulers, registered objects and RNG states from ``path``."""
     accelerator.load_state(str(path))
+
+
+# Settings that do not change what a run computes: a restart may differ in them and still resume.
+_NOT_SHAPING = {"save_steps", "save_total_limit", "resume", "log_path", "magrpo_log_path", "checkpoint_dir",
+                "magrpo_checkpoint_dir", "planner_output", "coder_output", "magrpo_helper_output", "magrpo_main_output"}
+
+
+def run_fingerprint(settings: dict, seed: int, start_models: list[str | Path]) -> str:
+    """Identity of a training run: the settings that shape it, the seed, and the start checkpoints' files.
+
+    Start checkpoints are identified by file names, sizes and modification times (cheap for multi-GB models); a
+    re-built SFT checkpoint therefore counts as a different start even when its weights happen to be equal.
+    """
+    import hashlib
+    import json
+
+    shaping = {k: v for k, v in settings.items() if k not in _NOT_SHAPING}
+    files = []
+    for d in start_models:
+        d = Path(d)
+        for f in sorted(d.glob("*")) if d.is_dir() else []:
+            if f.is_file():
+                st = f.stat()
+                files.append([str(f), st.st_size, st.st_mtime_ns])
+    blob = json.dumps({"settings": shaping, "seed": seed, "start": files}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def claim_checkpoint_dir(root: str | Path, fingerprint: str) -> bool:
+    """Make ``root`` hold checkpoints of the run ``fingerprint`` only; True if existing checkpoints may be resumed.
+
+    A directory left by a different run (other params, seed or start models) is not resumed: its checkpoints are
+    removed with a warning so that the new run starts fresh instead of silently continuing another one.
+    """
+    import logging
+
+    root = Path(root)
+    marker = root / "fingerprint.txt"
+    if root.is_dir() and list_checkpoints(root):
+        if marker.exists() and marker.read_text().strip() == fingerprint:
+            return True
+        logging.getLogger(__name__).warning(
+            "%s holds checkpoints of a different run (params, seed or start models changed): starting fresh", root
+        )
+        for _, old in list_checkpoints(root):
+            shutil.rmtree(old, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(fingerprint + "\n")
+    return False

@@ -33,7 +33,13 @@ import torch
 from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
 from corecode.data.schema import Problem
 from corecode.training.advantages import group_advantages
-from corecode.training.checkpointing import latest_checkpoint, load_checkpoint, save_checkpoint
+from corecode.training.checkpointing import (
+    claim_checkpoint_dir,
+    latest_checkpoint,
+    load_checkpoint,
+    run_fingerprint,
+    save_checkpoint,
+)
 from corecode.training.grpo_config import GRPOParams
 from corecode.training.rewards import (
     ReferenceCache,
@@ -532,7 +538,9 @@ def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None
     cls = TeamGRPOTrainer if kind == "team" else MAGRPOTrainer
     trainer = cls(g, first, second, train_problems, sandbox, params.seed, val_problems)
     try:
-        trainer.resume()
+        fingerprint = run_fingerprint(g.model_dump(mode="json"), params.seed, list(starts))
+        if claim_checkpoint_dir(g.checkpoint_dir, fingerprint):
+            trainer.resume()
         final = trainer.train(progress=progress)
         trainer.save_models(dict(zip(cls.role_names, outputs)))
     finally:

@@ -1,0 +1,101 @@
+"""The evaluate and metrics stages: a real tiny checkpoint, the real sandbox, real per-problem files."""
+
+import json
+
+import pytest
+
+from corecode.config import load_params
+from corecode.pipeline.evaluate import evaluate_method
+from corecode.pipeline.metrics import collect_metrics, per_problem_scores
+
+
+def _write_eval(root, method, bench, passes):
+    d = root / method
+    d.mkdir(parents=True, exist_ok=True)
+    rows = [{"task_id": f"t{i}", "n": 2, "c": c, "verdicts": []} for i, c in enumerate(passes)]
+    (d / f"{bench}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"benchmarks": {bench: {"pass_at_1": sum(passes) / (2 * len(passes)), "pass_at_k": {}}}}
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "efficiency.json").write_text(json.dumps({bench: {"overall": {"median_wall_time_s": 0.01}}}))
+
+
+def _params(tmp_path, **evaluate):
+    p = tmp_path / "params.yaml"
+    p.write_text(json.dumps({"evaluate": evaluate}))
+    return load_params(p)
+
+
+def test_metrics_compare_methods_with_a_paired_bootstrap_and_write_plot_tables(tmp_path):
+    root, out = tmp_path / "eval", tmp_path / "reports" / "metrics.json"
+    _write_eval(root, "good", "composite_test", [2] * 30 + [1] * 10)
+    _write_eval(root, "bad", "composite_test", [0] * 30 + [1] * 10)
+    _write_eval(root, "same", "composite_test", [0] * 30 + [1] * 10)
+    params = _params(tmp_path, methods=["good", "bad", "same"], benchmarks=["composite_test"],
+                     comparisons=[["good", "bad"], ["same", "bad"]], n_resamples=2000)
+    m = collect_metrics(params, root, out)
+    assert json.loads(out.read_text()) == m
+    assert set(m["methods"]) == {"good", "bad", "same"}
+    better, tie = m["comparisons"]
+    assert (better["a"], better["b"], better["benchmark"]) == ("good", "bad", "composite_test")
+    assert better["delta"] == pytest.approx(0.75) and better["p_value"] < 0.01
+    assert tie["delta"] == 0 and tie["p_value"] > 0.5
+    table = json.loads((out.parent / "plots" / "pass_at_k_composite_test.json").read_text())
+    assert [r["method"] for r in table] == ["bad", "good", "same"]
+    assert m["efficiency"]["good"]["composite_test"]["overall"]["median_wall_time_s"] == 0.01
+
+
+def test_bad_per_problem_row_names_file_and_line(tmp_path):
+    _write_eval(tmp_path, "m", "humaneval", [1, 2])
+    path = tmp_path / "m" / "humaneval.jsonl"
+    path.write_text(path.read_text() + '{"task_id": "x"}\n')
+    with pytest.raises(ValueError, match=r"humaneval\.jsonl:3"):
+        per_problem_scores("m", "humaneval", tmp_path)
+    with pytest.raises(FileNotFoundError, match="run the evaluate stage"):
+        per_problem_scores("other", "humaneval", tmp_path)
+
+
+def test_missing_method_summary_is_named(tmp_path):
+    params = _params(tmp_path, methods=["nowhere"], comparisons=[])
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        collect_metrics(params, tmp_path / "eval", tmp_path / "m.json")
+
+
+@pytest.mark.slow
+def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monkeypatch):
+    from corecode.data.composite import generate_composite
+    from corecode.data.config import CompositeParams
+    from corecode.data.io import write_problems
+    from corecode.models.testing import make_tiny_checkpoint
+
+    probs = generate_composite(CompositeParams(n_train=4, n_val=0, n_test=4), seed=0)["test"]
+    bench = tmp_path / "bench.jsonl"
+    write_problems(bench, probs)
+    # A tiny model that has memorised the first problem's gold code behind the single-team prompt.
+    from corecode.agents.prompts import coder_prompt, format_code
+
+    ckpt = make_tiny_checkpoint(
+        tmp_path / "coder", [coder_prompt(probs[0], None) + format_code(probs[0].reference_solution)], train_steps=150
+    )
+    params = load_params(
+        _write_params(tmp_path, ckpt, bench),
+    )
+    monkeypatch.chdir(tmp_path)
+    summary = evaluate_method("mini", params, out_root=tmp_path / "eval")
+    s = summary["benchmarks"][str(bench)]
+    assert s["n_problems"] == 4 and s["pass_at_1"] == pytest.approx(0.25)  # the memorised one passes, others fail
+    rows = [json.loads(x) for x in (tmp_path / "eval" / "mini" / f"{bench}.jsonl").read_text().splitlines()]
+    assert [r["c"] for r in rows] == [2, 0, 0, 0]
+    assert "efficiency" not in s  # timings live in efficiency.json, so summary.json is reproducible
+    assert (tmp_path / "eval" / "mini" / "efficiency.json").exists()
+
+
+def _write_params(tmp_path, ckpt, bench):
+    p = tmp_path / "params.yaml"
+    p.write_text(json.dumps({
+        "agents": {"default_team": "mini", "teams": {"mini": {"type": "single", "roles": {"coder": str(ckpt)}}},
+                   "sampling": {"coder": {"temperature": 0.0, "max_new_tokens": 96}}},
+        "evaluate": {"benchmarks": [str(bench)], "n_samples": 2, "ks": [1, 2], "methods": ["mini"], "comparisons": []},
+        "model": {"device": "cpu"},
+        "sandbox": {"cache_dir": str(tmp_path / "cache")},
+    }))
+    return p
