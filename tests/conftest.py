@@ -28,7 +28,13 @@ def _private_mlflow_store(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _reset_mlflow_globals():
+    # Trainers' MLflow callbacks export MLFLOW_EXPERIMENT_ID & co. into os.environ; put the environment back.
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
     yield
+    for k in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        if k not in saved:
+            del os.environ[k]
+    os.environ.update(saved)
     import sys
 
     if "mlflow" not in sys.modules:
