@@ -44,6 +44,10 @@ class EvaluateParams(BaseModel):
         ],
         description="(a, b) method pairs compared on every benchmark with a paired bootstrap (delta = a - b).",
     )
+    n_samples_per_benchmark: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per-benchmark override of n_samples (e.g. {humaneval: 1} where a small model scores ~0 anyway).",
+    )
     collaboration_gain: bool = Field(
         True, description="For Planner -> Coder teams, also score the Coder alone (no plan): Collaboration Gain."
     )

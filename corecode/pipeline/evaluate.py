@@ -105,13 +105,12 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
             problems = get_benchmark(bench)
             if ev.max_problems:
                 problems = problems[: ev.max_problems]
-            attempts, results, bench_summary = _solve_and_score(
-                team, problems, ev.n_samples, sandbox, ev.ks, ev.with_reference
-            )
+            n = ev.n_samples_per_benchmark.get(bench, ev.n_samples)
+            attempts, results, bench_summary = _solve_and_score(team, problems, n, sandbox, ev.ks, ev.with_reference)
             write_jsonl_atomic(out_dir / f"{bench}.jsonl", _per_problem_rows(problems, attempts, results))
             det, eff = _split_efficiency(bench_summary)
             if alone is not None and bench in ev.collaboration_gain_benchmarks:
-                _, _, alone_summary = _solve_and_score(alone, problems, ev.n_samples, sandbox, ev.ks, False)
+                _, _, alone_summary = _solve_and_score(alone, problems, n, sandbox, ev.ks, False)
                 det["coder_alone_pass_at_1"] = alone_summary["pass_at_1"]
                 det["collaboration_gain"] = det["pass_at_1"] - alone_summary["pass_at_1"]
             summary["benchmarks"][bench] = det
