@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 # The CPU build of torch lies on the project's machines; on a GPU box set TORCH_SPEC to the CUDA build you want.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+# dvc stages call `corecode`, `dvc` and `python` by name: put the project's venv first on PATH.
+export PATH := $(abspath $(BIN)):$(PATH)
 # No usage telemetry from MLflow, Prefect or DVC (the pipeline talks only to local stores).
 export DO_NOT_TRACK := true
 export MLFLOW_DISABLE_TELEMETRY := true
