@@ -112,6 +112,8 @@ def _efficiency(data: dict, method: str, bench: str) -> dict[str, float]:
     eff = data["methods"][method][bench].get("efficiency")
     if not eff:
         eff = ((data.get("efficiency") or {}).get(method) or {}).get(bench)
+    if isinstance(eff, dict) and isinstance(eff.get("overall"), dict):  # the evaluate stage's per-group layout
+        eff = eff["overall"]
     return _numeric(eff if isinstance(eff, dict) else {})
 
 
@@ -272,6 +274,10 @@ def flat_metrics(data: dict) -> dict[str, float]:
 def build_report(metrics_path: str | Path, train_dir: str | Path, out_dir: str | Path) -> tuple[Path, list[Path]]:
     """Write ``out_dir/report.md`` and ``out_dir/plots/*.png``; return (report path, plot paths)."""
     data = load_metrics(metrics_path)
+    # Timings are kept beside metrics.json (they differ run to run; metrics.json is reproducible bit for bit).
+    eff_path = Path(metrics_path).with_name("efficiency.json")
+    if "efficiency" not in data and eff_path.exists():
+        data["efficiency"] = json.loads(eff_path.read_text())
     train_dir, out_dir = Path(train_dir), Path(out_dir)
     logs = {}
     if train_dir.is_dir():
