@@ -299,16 +299,7 @@ def train_sft(
         eval_loss = float(trainer.evaluate()["eval_loss"])
     wall = time.perf_counter() - t0
 
-    final = trainer.model
-    if cfg.lora.enabled and cfg.lora.merge:
-        final = final.merge_and_unload()
-    if output_dir.exists():
-        shutil.rmtree(output_dir)
-    output_dir.mkdir(parents=True)
-    final.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    if not cfg.save_steps and work_dir.exists():
-        shutil.rmtree(work_dir)  # nothing resumable was kept; leave no stray Trainer files behind
+    final = save_final_model(trainer.model, tokenizer, cfg, output_dir, work_dir)
 
     history = _merge_history(trainer.state.log_history)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -393,3 +384,21 @@ def sample_check(
     out["check_pass_rate"] = sum(r.passed for r in results) / n
     out["check_pass_fraction"] = sum(r.pass_fraction for r in results) / n
     return out
+
+
+def save_final_model(model, tokenizer, cfg, output_dir: Path, work_dir: Path):
+    """Save a trainer's final model (LoRA merged when asked) + tokenizer as a plain checkpoint in ``output_dir``.
+
+    Shared by SFT and the TRL GRPO baselines so that every stage leaves the same kind of checkpoint; without
+    ``save_steps`` nothing resumable was kept, so the Trainer's scratch ``work_dir`` is removed too.
+    """
+    if cfg.lora.enabled and cfg.lora.merge:
+        model = model.merge_and_unload()
+    if output_dir.exists():
+        shutil.rmtree(output_dir)
+    output_dir.mkdir(parents=True)
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    if not cfg.save_steps and work_dir.exists():
+        shutil.rmtree(work_dir)
+    return model

@@ -12,7 +12,6 @@ only inside ``corecode.sandbox``. Everything else — sampling, group-relative a
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from corecode.agents.prompts import format_code, format_plan, planner_prompt
 from corecode.data.schema import Problem
-from corecode.training.sft import checkpointing_kwarg, join_plan_then_code, warmup_kwarg
+from corecode.training.sft import checkpointing_kwarg, join_plan_then_code, save_final_model, warmup_kwarg
 from corecode.training.sft_config import SingleGRPOParams
 
 
@@ -194,16 +193,7 @@ def train_grpo_single(
         if own_sandbox:
             sandbox.__exit__(None, None, None)
 
-    final = trainer.model
-    if cfg.lora.enabled and cfg.lora.merge:
-        final = final.merge_and_unload()
-    if output_dir.exists():
-        shutil.rmtree(output_dir)
-    output_dir.mkdir(parents=True)
-    final.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    if not cfg.save_steps and work_dir.exists():
-        shutil.rmtree(work_dir)
+    save_final_model(trainer.model, tokenizer, cfg, output_dir, work_dir)
 
     history = _merge_history(trainer.state.log_history)
     log_path.parent.mkdir(parents=True, exist_ok=True)
