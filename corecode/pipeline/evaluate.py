@@ -3,8 +3,10 @@
 Writes, under ``data/reports/eval/<method>/``:
 - ``<benchmark>.jsonl``: one line per problem (task_id, n, c, pass@1, verdicts, pass fractions, first attempt's
   plan and code) -- the per-problem data that paired bootstrap comparisons and the promotion gate need;
-- ``summary.json``: pass@1, pass@k, failure breakdown, test pass rate per benchmark, and, for Planner -> Coder teams,
-  the Collaboration Gain (the Coder's pass rate with the Planner's plan minus without a plan, same problems);
+- ``summary.json``: pass@1, pass@k, failure breakdown, test pass rate per benchmark, the generation cost
+  (``efficiency``: completion tokens per sample, per role and per solved problem; model calls per sample) and, for
+  Planner -> Coder teams, the Collaboration Gain (the Coder's pass rate with the Planner's plan minus without a plan,
+  same problems);
 - ``efficiency.json``: runtime and peak memory of passing code (absolute and relative to the reference). Timings
   vary from run to run, so they are kept out of ``summary.json``, whose numbers are reproducible bit for bit.
 """
@@ -40,6 +42,24 @@ def _per_problem_rows(problems: list[Problem], attempts, results) -> list[dict[s
             }
         )
     return rows
+
+
+def generation_cost(attempts) -> dict[str, Any]:
+    """What a method spends to produce its samples, in tokens and model calls: deterministic for a fixed seed, so it
+    can sit in ``metrics.json`` (wall-clock figures cannot)."""
+    flat = [a for atts in attempts for a in atts]
+    n = max(1, len(flat))
+    by_role: dict[str, int] = {}
+    for a in flat:
+        for role, t in a.tokens.items():
+            by_role[role] = by_role.get(role, 0) + t
+    total = sum(by_role.values())
+    return {
+        "n_samples": len(flat),
+        "tokens_per_sample": total / n,
+        "tokens_per_sample_by_role": {r: t / n for r, t in sorted(by_role.items())},
+        "model_calls_per_sample": sum(len(a.tokens) for a in flat) / n,
+    }
 
 
 def _split_efficiency(summary: dict) -> tuple[dict, dict]:
@@ -109,6 +129,10 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
             attempts, results, bench_summary = _solve_and_score(team, problems, n, sandbox, ev.ks, ev.with_reference)
             write_jsonl_atomic(out_dir / f"{bench}.jsonl", _per_problem_rows(problems, attempts, results))
             det, eff = _split_efficiency(bench_summary)
+            det["efficiency"] = cost = generation_cost(attempts)
+            # tokens spent per problem solved at pass@1 (one sample per problem); None when nothing passes
+            cost["tokens_per_solved_problem"] = (cost["tokens_per_sample"] / det["pass_at_1"]
+                                                 if det["pass_at_1"] else None)
             if alone is not None and bench in ev.collaboration_gain_benchmarks:
                 _, _, alone_summary = _solve_and_score(alone, problems, n, sandbox, ev.ks, False)
                 det["coder_alone_pass_at_1"] = alone_summary["pass_at_1"]

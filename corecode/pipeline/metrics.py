@@ -3,7 +3,8 @@
 ``metrics.json`` is the file ``dvc metrics show``, the report and the promotion gate read:
 ``{"methods": {method: {benchmark: {pass_at_1, pass_at_k, failures, test_pass_rate, ...}}},
 "comparisons": [{a, b, benchmark, delta, p_value, ci_low, ci_high}]}``, identical bit for bit when the pipeline is
-re-run with the same params; runtime and peak memory of passing code (absolute and relative to the reference) go to
+re-run with the same params (generation cost in tokens and model calls included, under each result's ``efficiency``);
+runtime and peak memory of passing code (absolute and relative to the reference) go to
 ``efficiency.json`` beside it, since timings vary from run to run.
 """
 

@@ -108,13 +108,17 @@ def _failures(res: dict) -> dict[str, float]:
 
 
 def _efficiency(data: dict, method: str, bench: str) -> dict[str, float]:
-    """Efficiency of passing code: per benchmark result, else the top-level ``efficiency.<method>.<bench>``."""
-    eff = data["methods"][method][bench].get("efficiency")
-    if not eff:
-        eff = ((data.get("efficiency") or {}).get(method) or {}).get(bench)
-    if isinstance(eff, dict) and isinstance(eff.get("overall"), dict):  # the evaluate stage's per-group layout
-        eff = eff["overall"]
-    return _numeric(eff if isinstance(eff, dict) else {})
+    """Generation cost (the benchmark result's ``efficiency``: tokens, model calls) merged with the runtime and peak
+    memory of passing code (top-level ``efficiency.<method>.<bench>``, from efficiency.json)."""
+
+    def flat(eff: Any) -> dict[str, float]:
+        if isinstance(eff, dict) and isinstance(eff.get("overall"), dict):  # the evaluate stage's per-group layout
+            eff = eff["overall"]
+        return _numeric(eff if isinstance(eff, dict) else {})
+
+    own = flat(data["methods"][method][bench].get("efficiency"))
+    timing = flat(((data.get("efficiency") or {}).get(method) or {}).get(bench))
+    return {**own, **timing}
 
 
 def _numeric(d: Any) -> dict[str, float]:
@@ -242,7 +246,7 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
         eff = {m: _efficiency(data, m, bench) for m in methods}
         names = sorted({k for e in eff.values() for k in e})
         if names:
-            lines += ["Efficiency of passing code:", ""]
+            lines += ["Efficiency (generation cost per sample; runtime and peak memory of passing code):", ""]
             lines += _table(["method", *names], [[m, *(e.get(k, "") for k in names)] for m, e in eff.items()])
         for prefix in ("pass_at_k", "failures", "efficiency"):
             name = f"{prefix}_{bench}.png"

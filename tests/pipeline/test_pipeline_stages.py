@@ -88,8 +88,16 @@ def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monke
     assert s["n_problems"] == 4 and s["pass_at_1"] == pytest.approx(0.25)  # the memorised one passes, others fail
     rows = [json.loads(x) for x in (tmp_path / "eval" / "mini" / f"{bench}.jsonl").read_text().splitlines()]
     assert [r["c"] for r in rows] == [2, 0, 0, 0]
-    assert "efficiency" not in s  # timings live in efficiency.json, so summary.json is reproducible
-    assert (tmp_path / "eval" / "mini" / "efficiency.json").exists()
+    # summary.json holds the deterministic generation cost; timings live in efficiency.json
+    cost = s["efficiency"]
+    assert cost["n_samples"] == 8 and cost["model_calls_per_sample"] == 1.0
+    assert 0 < cost["tokens_per_sample"] <= 96 and set(cost["tokens_per_sample_by_role"]) == {"coder"}
+    assert cost["tokens_per_solved_problem"] == pytest.approx(cost["tokens_per_sample"] / 0.25)
+    assert "median_wall_time_s" not in json.dumps(s)
+    timing = json.loads((tmp_path / "eval" / "mini" / "efficiency.json").read_text())
+    assert "median_wall_time_s" in timing[str(bench)]["overall"]
+    again = evaluate_method("mini", params, out_root=tmp_path / "eval2")
+    assert again == summary  # same seed, same numbers, cost included
 
 
 def _write_params(tmp_path, ckpt, bench):

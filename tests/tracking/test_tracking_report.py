@@ -36,7 +36,9 @@ def _metrics() -> dict:
     # the shape corecode.evaluation/pipeline write: failures as counts + fractions; efficiency may sit at top level
     hum = methods["single_sft"]["humaneval"]
     hum["failures"] = {"counts": {"passed": 3, "timeout": 1}, "fractions": {"passed": 0.75, "timeout": 0.25}}
-    eff_top = {"single_sft": {"humaneval": hum.pop("efficiency")}}
+    eff_top = {"single_sft": {"humaneval": hum.pop("efficiency")},
+               # timings from efficiency.json merge with a result's own (generation cost) efficiency
+               "planner_coder_grpo": {"humaneval": {"overall": {"median_wall_time_s": 0.5}}}}
     comps = [{"a": "planner_coder_grpo", "b": "single_sft", "benchmark": "humaneval", "delta": 0.2, "p_value": 0.003}]
     return {"methods": methods, "comparisons": comps, "efficiency": eff_top}
 
@@ -63,7 +65,8 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     assert "| planner_coder_grpo | single_sft | humaneval | 0.2 | 0.003 |" in md
     hum = md[md.index("## humaneval"):]
     assert "| single_sft | 0.75 |  | 0.25 |  |" in hum  # fractions (not counts) of the nested failures
-    assert "| single_sft | 0.01 | 20 |" in hum  # efficiency found at the top level
+    assert "| single_sft | 0.01 |  | 20 |" in hum  # efficiency found at the top level
+    assert "| planner_coder_grpo | 0.03 | 0.5 | 22 |" in hum  # own figures and efficiency.json's, merged
     plots = sorted(p.name for p in (tmp_path / "data/reports/plots").glob("*.png"))
     assert plots == sorted(
         [f"{k}_{b}.png" for k in ("pass_at_k", "failures", "efficiency") for b in ("composite_test", "humaneval")]
