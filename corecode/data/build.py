@@ -137,29 +137,23 @@ def build_data(data: DataParams, seed: int = 0, out_dir: str | Path = PROCESSED,
 
 def _teach(data: DataParams, items: list[tuple[Problem, str]], summary: BuildSummary) -> list[tuple[Problem, str]]:
     """Attach verified teacher plans to the configured sources' problems (see corecode/data/teacher.py)."""
-    import os
-
-    from corecode.data.teacher import CompletionCache, annotate_plans
+    from corecode.data.teacher import CompletionCache, annotate_plans, teacher_generator
     from corecode.generation.base import SamplingParams
     from corecode.sandbox.sandbox import Sandbox
 
     cfg = data.teacher
-    if cfg.backend == "openai":
-        from corecode.generation.openai_http import OpenAIGenerator
-
-        gen = OpenAIGenerator(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, chat=cfg.chat,
-                              max_retries=cfg.max_retries, requests_per_second=cfg.requests_per_second)
-        model = gen.model
-    else:
-        from corecode.generation.hf import TransformersGenerator
-
-        gen, model = TransformersGenerator(cfg.model), cfg.model
+    gen, model = teacher_generator(cfg)
     wanted = {data.sources[s].loader if s in data.sources else s for s in cfg.sources} | set(cfg.sources)
     targets = [p for p, _ in items if not p.plan and p.source in wanted]
     sampling = SamplingParams(n=cfg.n_candidates, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
-    with Sandbox() as sb:
-        results = annotate_plans(targets, gen, gen, sb, CompletionCache(cfg.cache), model, model,
-                                 teacher_sampling=sampling)
+    try:
+        with Sandbox() as sb:
+            results = annotate_plans(targets, gen, gen, sb, CompletionCache(cfg.cache), model, model,
+                                     teacher_sampling=sampling)
+    finally:
+        close = getattr(gen, "close", None)
+        if close is not None:
+            close()
     by_id = {r.task_id: r for r in results}
     out = []
     for p, prov in items:

@@ -6,7 +6,8 @@ model) is shown the problem *and* its reference solution and asked for ``n`` can
 format. Each candidate goes to a Coder (``coder_prompt(problem, plan)``); the candidate is accepted only if the
 Coder's program passes the tests in ``corecode.sandbox.Sandbox`` (rejection sampling). The first accepted plan is kept;
 the pass rate over candidates is recorded. Teacher and Coder completions are cached on disk (JSONL keyed by model and
-prompt), so a rerun makes no teacher call for problems already seen.
+prompt), so a rerun makes no teacher call for problems already seen; a local teacher is loaded lazily
+(``teacher_generator``), so a rerun served entirely from the cache does not even load the model.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from corecode.agents.prompts import coder_prompt
 from corecode.data.schema import Problem
-from corecode.generation.base import Generator, SamplingParams
+from corecode.generation.base import Completion, Generator, SamplingParams
+
+if TYPE_CHECKING:
+    from corecode.data.config import TeacherParams
 
 TEACHER_INSTRUCTION = (
     "You write short plans for programming problems. Read the problem and its reference solution, then write a plan "
@@ -73,6 +78,53 @@ def cached_generate(gen: Generator, model: str, prompts: list[str], params: Samp
         for i, comps in zip(todo, outs):
             cache.put(keys[i], [c.text for c in comps])
     return [cache.get(k) for k in keys]
+
+
+class LazyGenerator:
+    """A ``Generator`` built on its first non-empty ``generate`` call (loading a local HF teacher is the slow part)."""
+
+    def __init__(self, build: Callable[[], Generator]):
+        self._build = build
+        self.generator: Generator | None = None
+
+    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+        if not prompts:
+            return []
+        if self.generator is None:
+            self.generator = self._build()
+        return self.generator.generate(prompts, params)
+
+    def close(self) -> None:
+        close = getattr(self.generator, "close", None)
+        if close is not None:
+            close()
+
+
+def teacher_generator(cfg: "TeacherParams") -> tuple[Generator, str]:
+    """The teacher of ``data.teacher`` (also the Coder that verifies its plans) and its name for the cache key.
+
+    ``backend: openai``: ``cfg.model`` at ``cfg.base_url``. ``backend: transformers``: the local HF checkpoint (path or
+    hub id) ``cfg.model``, with its chat template when ``cfg.chat`` and the tokenizer has one, raw completion else.
+    """
+    import os
+
+    if cfg.backend == "transformers":
+        if not cfg.model:
+            raise ValueError("data.teacher.model: set the teacher's HF checkpoint path or id (backend: transformers)")
+
+        def build() -> Generator:
+            from corecode.generation.hf import TransformersGenerator
+
+            return TransformersGenerator(cfg.model, use_chat_template=None if cfg.chat else False)
+
+        return LazyGenerator(build), cfg.model
+
+    from corecode.generation.openai_http import OpenAIGenerator
+
+    # Built now: the endpoint names the model (the cache key) when ``cfg.model`` is empty; construction is cheap.
+    gen = OpenAIGenerator(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, chat=cfg.chat,
+                          max_retries=cfg.max_retries, requests_per_second=cfg.requests_per_second)
+    return gen, gen.model
 
 
 @dataclass

@@ -10,6 +10,7 @@ ops:
   replay:  run ``check(stand_in)`` where the stand-in returns the candidate's recorded outputs call by call (parsed
            plain data, or re-raised exceptions): the trusted check decides, tolerances and property checks included.
   call:    call the reference ``entry`` on each argument list (function tests whose expected outputs are missing).
+With ``cls`` set (LeetCode's ``class Solution``), the entry is that class's method, on a fresh instance per call.
 """
 
 import ast
@@ -81,7 +82,16 @@ def literal(x):
     return text
 
 
-def namespace(program, check_code):
+# The names LeetCode's judge imports before ``class Solution`` (kept equal to zygote.CLASS_PRELUDE; both files are
+# standalone, stdlib-only scripts).
+CLASS_PRELUDE = (
+    "from typing import *\nfrom collections import *\nfrom heapq import *\nfrom bisect import *\n"
+    "from itertools import *\nfrom functools import *\n"
+    "import collections, heapq, bisect, itertools, functools, math, string, re, random, operator\n"
+)
+
+
+def namespace(program, check_code, cls=None):
     key = (program, check_code)
     if key not in _compiled:
         _compiled[key] = (
@@ -90,10 +100,20 @@ def namespace(program, check_code):
         )
     prog, chk = _compiled[key]
     g = {"__name__": "__reference__"}
+    if cls:
+        exec(CLASS_PRELUDE, g)
     exec(prog, g)
     if chk is not None:
         exec(chk, g)
     return g
+
+
+def entry_of(g, req):
+    """The reference's callable: ``g[entry]``, or ``cls().entry`` bound anew per call for class problems."""
+    cls, name = req.get("cls"), req["entry"]
+    if not cls:
+        return g[name]
+    return lambda *args: getattr(g[cls](), name)(*args)
 
 
 def describe(exc):
@@ -102,8 +122,8 @@ def describe(exc):
 
 
 def op_record(req):
-    g = namespace(req["program"], req["check_code"])
-    ref = g[req["entry"]]
+    g = namespace(req["program"], req["check_code"], req.get("cls"))
+    ref = entry_of(g, req)
     calls = []
 
     def recorder(*args, **kwargs):
@@ -153,8 +173,8 @@ def op_replay(req):
 
 
 def op_call(req):
-    g = namespace(req["program"], None)
-    ref = g[req["entry"]]
+    g = namespace(req["program"], None, req.get("cls"))
+    ref = entry_of(g, req)
     return {"outputs": [literal(ref(*parse_literal(text))) for text in req["inputs"]]}
 
 

@@ -5,6 +5,8 @@
   the same check on the candidate's outputs where they are not identical to the reference's.
 * function problems with ``tests[i].output is None``: the reference is called on each input.
 * stdio problems with missing outputs: the reference solution is run (trusted, outside the sandbox) on each input.
+* LeetCode-style function problems (tag ``class_solution``, or a prompt whose ``entry_point`` is a method of
+  ``class Solution``): ``cls`` names the class, and each test calls ``Solution().<entry_point>(*args)``.
 Results are cached in memory and, when ``cache_dir`` is set, as JSON files keyed by a hash of the problem.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -22,7 +25,8 @@ from typing import Callable
 from corecode.data.schema import Problem
 from corecode.sandbox.judge import JudgeError
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: PreparedProblem.cls
+SOLUTION_CLASS = "Solution"
 
 
 @dataclass
@@ -40,11 +44,23 @@ class PreparedProblem:
     check_code: str | None = None
     seed: int = 0
     notes: list[str] = field(default_factory=list)
+    cls: str | None = None  # entry is a method of this class: each test calls cls().entry(*args)
 
 
 def problem_key(problem: Problem, seed: int) -> str:
     blob = json.dumps([CACHE_VERSION, seed, problem.model_dump(mode="json")], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def solution_class(problem: Problem) -> str | None:
+    """``"Solution"`` when the entry point is a method of LeetCode's ``class Solution``, else None."""
+    if problem.io_mode != "function" or not problem.entry_point:
+        return None
+    if "class_solution" in problem.tags:
+        return SOLUTION_CLASS
+    entry = re.escape(problem.entry_point)
+    method = re.compile(rf"^class {SOLUTION_CLASS}\b.*?^\s+def {entry}\(\s*self\b", re.M | re.S)
+    return SOLUTION_CLASS if method.search(problem.prompt) else None
 
 
 def _stdio_reference(problem: Problem, text: str, timeout_s: float) -> str:
@@ -82,6 +98,7 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
 
     if not problem.entry_point:
         raise ValueError(f"{tid}: function problem without entry_point")
+    cls = solution_class(problem)
     inputs: list[str] = []
     expected: list[str] = []
     n_check = 0
@@ -96,6 +113,7 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
                 "program": problem.reference_solution,
                 "check_code": problem.check_code,
                 "entry": problem.entry_point,
+                "cls": cls,
                 "seed": seed,
             }
         )
@@ -109,7 +127,13 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
         if not problem.reference_solution:
             raise ValueError(f"{tid}: tests without output and no reference_solution to compute them")
         computed = call_judge(
-            {"op": "call", "program": problem.reference_solution, "entry": problem.entry_point, "inputs": missing}
+            {
+                "op": "call",
+                "program": problem.reference_solution,
+                "entry": problem.entry_point,
+                "cls": cls,
+                "inputs": missing,
+            }
         )["outputs"]
     it = iter(computed)
     for t in problem.tests:
@@ -128,6 +152,7 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
         problem.reference_solution if n_check else None,
         problem.check_code if n_check else None,
         seed,
+        cls=cls,
     )
 
 

@@ -172,6 +172,7 @@ class Sandbox:
             "mode": prep.mode,
             "program": program,
             "entry": prep.entry,
+            "cls": prep.cls,
             "inputs": [prep.inputs[i] for i in idx],
             "stop_early": stop,
             "limits": {
