@@ -12,7 +12,9 @@ transforms, with guards such as "if the list is empty return -1"). Each problem 
 
 Splits measure what planning is for. ``train``/``val`` use chains of ``min_steps..train_max_steps`` steps that never
 contain a *held-out pair* (a step ``a`` directly followed by a step ``b``, a ``heldout_pair_frac`` share of all
-pairs). ``test`` has held-out-pair chains and *longer* chains (``train_max_steps+1..test_max_steps``). Everything is
+pairs). ``test`` is made of held-out compositions of three kinds: *longer* chains (``train_max_steps+1..
+test_max_steps``, tag ``ood:length``), *unseen chains* whose step sequence never occurs in train/val although each
+adjacent pair does (``ood:chain``), and chains with a held-out pair (``ood:pair``). Everything is
 deterministic from the seed; each split has its own RNG stream, so ``test`` does not move when ``n_train`` changes.
 
 The gold code is ours (generated from the trusted step table), so running it in-process to compute expected outputs is
@@ -81,6 +83,9 @@ class Chain:
     def signature(self) -> tuple:
         guard = (self.guard_default,) if any(i.step.guard for i in self.items) else ()
         return tuple((i.step.name, i.const) for i in self.items) + guard
+
+    def step_names(self) -> tuple[str, ...]:
+        return tuple(i.step.name for i in self.items)
 
     def pairs(self) -> list[tuple[str, str]]:
         return [(a.step.name, b.step.name) for a, b in zip(self.items, self.items[1:])]
@@ -354,11 +359,14 @@ def _generate(
     steps: list[Step],
     held: set[tuple[str, str]],
     exclude: set[tuple],
+    seen_sequences: set[tuple[str, ...]] = frozenset(),
+    seen_pairs: set[tuple[str, str]] = frozenset(),
 ) -> Iterator[tuple[Chain, Problem]]:
     rng = random.Random(f"{seed}:composite:{split}")
     made, attempts = 0, 0
     seen = set(exclude)
     n_longer = round(n * cfg.test_longer_frac) if cfg.test_max_steps > cfg.train_max_steps else 0
+    n_unseen = round(n * cfg.test_unseen_chain_frac)
     while made < n:
         attempts += 1
         if attempts > 200 * n + 1000:
@@ -374,6 +382,12 @@ def _generate(
             chain = sample_chain(rng, steps, _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps),
                                  cfg.start_types, cfg.str_start_prob)
             tags.append("ood:length")
+        elif made < n_longer + n_unseen:
+            chain = sample_chain(rng, steps, rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
+                                 cfg.start_types, cfg.str_start_prob, banned=held)
+            if chain is None or chain.step_names() in seen_sequences or not set(chain.pairs()) <= seen_pairs:
+                continue
+            tags.append("ood:chain")
         else:
             chain = sample_chain(rng, steps, rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
                                  cfg.start_types, cfg.str_start_prob)
@@ -396,7 +410,7 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
     """All three splits, ``{"train": [...], "val": [...], "test": [...]}``, deterministic from ``seed``.
 
     ``val`` is drawn first and ``train`` avoids its compositions; ``test`` is disjoint from both by construction
-    (every test chain has a held-out pair or is longer than any train chain).
+    (every test chain is longer than any train chain, has a held-out pair, or has a step sequence neither uses).
     """
     cfg = cfg or CompositeParams()
     steps = select_steps(cfg.steps)
@@ -405,11 +419,14 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
         raise ValueError("data.composite: held-out-pair test problems need heldout_pair_frac > 0")
     from rich.progress import track
 
-    def run(split: str, n: int, exclude: set) -> list[tuple[Chain, Problem]]:
-        gen = _generate(split, n, cfg, seed, steps, held, exclude)
+    def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset()
+            ) -> list[tuple[Chain, Problem]]:
+        gen = _generate(split, n, cfg, seed, steps, held, exclude, sequences, pairs)
         return list(track(gen, total=n, description=f"composite {split}", disable=not progress))
 
     val = run("val", cfg.n_val, set())
     train = run("train", cfg.n_train, {c.signature() for c, _ in val})
-    test = run("test", cfg.n_test, set())
+    sequences = {c.step_names() for c, _ in train + val}
+    pairs = {p for c, _ in train + val for p in c.pairs()}
+    test = run("test", cfg.n_test, set(), sequences, pairs)
     return {"train": [p for _, p in train], "val": [p for _, p in val], "test": [p for _, p in test]}

@@ -30,6 +30,11 @@ class CompositeParams(BaseModel):
     test_longer_frac: float = Field(
         0.5, ge=0.0, le=1.0, description="Fraction of test problems longer than train_max_steps (rest: held-out pairs)."
     )
+    test_unseen_chain_frac: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="Fraction of test problems whose step sequence never occurs in train/val although each of its "
+        "adjacent pairs does (unseen combinations of seen steps; the rest: held-out pairs).",
+    )
     steps: list[str] | None = Field(
         None, description="Subset of the step library by step name or kind (e.g. [filter, map, sum]); null = all."
     )
@@ -54,6 +59,8 @@ class CompositeParams(BaseModel):
             raise ValueError("train_max_steps must be >= min_steps")
         if self.test_max_steps < self.train_max_steps:
             raise ValueError("test_max_steps must be >= train_max_steps")
+        if self.test_longer_frac + self.test_unseen_chain_frac > 1.0:
+            raise ValueError("test_longer_frac + test_unseen_chain_frac must be <= 1")
         if not self.entry_point.isidentifier():
             raise ValueError(f"entry_point {self.entry_point!r} is not a Python identifier")
         return self

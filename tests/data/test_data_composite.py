@@ -104,6 +104,21 @@ def test_splits_hold_out_pairs_and_lengths():
     assert sum(len(c.items) == 4 for c, _ in test) == 30  # test_longer_frac = 0.5
 
 
+def test_unseen_chains_reuse_seen_pairs_in_new_sequences():
+    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
+                                   "test_unseen_chain_frac": 0.5})
+    suite = generate_composite(cfg, seed=0)
+    train_rows = suite["train"] + suite["val"]
+    seqs = {tuple(line.split(". ", 1)[1] for line in p.plan.splitlines()) for p in train_rows}
+    kinds = [next(t for t in p.tags if t.startswith("ood:")) for p in suite["test"]]
+    assert kinds.count("ood:length") == 10 and kinds.count("ood:chain") == 20 and kinds.count("ood:pair") == 10
+    for p, kind in zip(suite["test"], kinds):
+        if kind == "ood:chain":  # same steps (and constants) never chained this way in train/val
+            assert tuple(line.split(". ", 1)[1] for line in p.plan.splitlines()) not in seqs
+    with pytest.raises(ValueError, match="test_unseen_chain_frac"):
+        CompositeParams(test_longer_frac=0.6, test_unseen_chain_frac=0.5)
+
+
 def test_splits_disjoint(suite):
     codes = {s: {p.reference_solution for p in v} for s, v in suite.items()}
     assert not codes["train"] & codes["val"]
