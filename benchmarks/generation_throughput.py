@@ -85,7 +85,11 @@ def time_plain(model, tok, batch: int, new_tokens: int, repeats: int) -> float:
 
 def time_corecode(model, tok, batch: int, new_tokens: int, repeats: int, mode: str) -> float:
     """corecode's backend end to end (tokenize, generate, decode). Returns generated tokens/s."""
-    gen = TransformersGenerator(model, tok, max_batch_size=batch, fast_path=mode, use_chat_template=False)
+    if model.device.type == "cuda":
+        torch._dynamo.reset()  # each measurement compiles afresh (no dynamic-shape graphs left over from another B)
+    grouped = mode != "static-nogroup"  # static with transformers' sdpa attention (KV repeated per query head)
+    gen = TransformersGenerator(model, tok, max_batch_size=batch, fast_path=mode.split("-")[0], use_chat_template=False)
+    gen.grouped_decode_attention = grouped
     sp = SamplingParams(n=1, max_new_tokens=new_tokens, temperature=1.0, ignore_eos=True, seed=0)
     prompts = prompts_for(batch)
     gen.generate(prompts, sp)  # warm-up: compiles the decode step on the static path
@@ -106,7 +110,7 @@ def main() -> None:
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=None)
     ap.add_argument("--new-tokens", type=int, default=None)
     ap.add_argument("--modes", nargs="+", default=["static", "continuous"],
-                    help="corecode fast_path modes to measure (static, continuous, off).")
+                    help="corecode fast_path modes to measure (static, static-nogroup, continuous, off).")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--tokenizer", default=None, help="Path to tok32k.json (default: shared/anchors/).")
     ap.add_argument("--model", default=None, help="Measure this checkpoint (save_pretrained dir) instead.")

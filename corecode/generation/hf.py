@@ -5,20 +5,23 @@ peft model) and never copies it. Prompts x samples are flattened, cut into chunk
 left-padded; generation stops at EOS and at ``SamplingParams.stop`` strings (transformers' ``stop_strings``), and text
 is truncated before the stop string as OpenAI/vLLM do.
 
-GPU fast path (``fast_path``): ``static`` uses transformers' static KV cache, with which ``generate`` compiles the
-decode step (torch.compile, CUDA graphs). A compiled graph is reused only for identical shapes, so here the batch is
-padded to a power of two (at most ``max_batch_size`` rows) and prompt and cache lengths are rounded up to
-``pad_to_multiple_of``. ``continuous`` uses
-transformers' continuous batching (``generate_batch``). Which is faster is measured by
-benchmarks/generation_throughput.py (docs/benchmarks.md).
+GPU fast path (``fast_path``): ``static`` keeps transformers' ``StaticCache`` (one per batch/cache shape, reused
+across calls) and runs the decode loop itself (``_StaticDecoder``): one ``torch.compile(mode="reduce-overhead")``
+graph per step holds the forward pass *and* the sampling (temperature, top-p, EOS masking), and the host looks at
+the finished flags only every ``_CHECK_EVERY`` steps. A compiled graph is reused only for identical shapes, so the
+batch is padded to a power of two (at most ``max_batch_size`` rows) and prompt and cache lengths are rounded up to
+``pad_to_multiple_of``. ``continuous`` uses transformers' continuous batching (``generate_batch``). Which is faster
+is measured by benchmarks/generation_throughput.py (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from corecode.generation.base import Completion, SamplingParams
 
@@ -27,6 +30,179 @@ log = logging.getLogger(__name__)
 
 def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
+
+
+# Decode steps between two host looks at the finished flags / stop strings. Each look is one device->host sync; a
+# row that finished in between keeps producing padding (or, after a stop string, tokens that are cut off later).
+_CHECK_EVERY = 16
+_GROUPED_ATTN = "corecode_grouped_decode"
+
+
+def _grouped_decode_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention for one new token per row under grouped-query attention, without repeating the KV cache.
+
+    transformers' sdpa function repeats K/V ``num_heads / num_kv_heads`` times whenever a mask is passed (a padded
+    static cache always needs one): at decode time that copies the whole cache in every layer at every step. With one
+    query token per row the query heads of a KV group can be laid out as that group's query *positions* instead:
+    [B, H, 1, D] -> [B, KV, H/KV, D] against the cache [B, KV, L, D] under the same [B, 1, 1, L] mask. Registered
+    with transformers' ``AttentionInterface`` and switched on only for the decode steps of ``_StaticDecoder``."""
+    b, h, q_len, d = query.shape
+    kv = key.shape[1]
+    if q_len != 1 or kv == h:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    out = F.scaled_dot_product_attention(query.reshape(b, kv, h // kv, d), key, value, attn_mask=attention_mask,
+                                         scale=scaling)
+    return out.reshape(b, h, 1, d).transpose(1, 2), None
+
+
+def _pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, is_eos: torch.Tensor,
+                 block_eos: bool) -> torch.Tensor:
+    """Next token per row, as ``generate``'s logits processors + sampling do: EOS masked while ``min_new_tokens`` is
+    not reached, greedy at temperature 0, else temperature, top-p (transformers' TopPLogitsWarper arithmetic) and a
+    draw. The draw is Gumbel-max (argmax of logits + Gumbel noise), which samples exactly softmax(logits) without
+    ``torch.multinomial``'s host-side checks, so it can sit inside a CUDA graph."""
+    logits = logits.float()
+    if block_eos:
+        logits = logits.masked_fill(is_eos, float("-inf"))
+    if temperature <= 0:
+        return logits.argmax(-1)
+    logits = logits / temperature
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=False)
+        remove = sorted_logits.softmax(-1).cumsum(-1) <= (1 - top_p)
+        remove[..., -1:] = False  # keep at least the most likely token
+        logits = logits.masked_fill(remove.scatter(1, order, remove), float("-inf"))
+    u = torch.rand_like(logits).clamp_(min=1e-20)
+    return (logits - torch.log(-torch.log(u))).argmax(-1)
+
+
+class _StaticDecoder:
+    """The ``static`` decode loop: transformers' ``StaticCache`` and model forward, driven by our own loop.
+
+    Why not ``model.generate(cache_implementation="static")``: its loop compiles only the forward pass and runs the
+    mask building, logits processors and stopping criteria eagerly around it, and it reads the finished flag on the
+    host after every token, so at batch 64 the GPU spends most of each step waiting on Python (docs/benchmarks.md,
+    "Generation throughput (GPU)"). Here one ``torch.compile(mode="reduce-overhead")`` graph per step does mask,
+    forward and sampling (gpt-fast's recipe), and the host checks EOS / stop strings every ``_CHECK_EVERY`` steps.
+    Caches are kept per (rows, cache length): their tensors have static addresses that the CUDA graphs point at, so
+    a reused cache means no recompilation."""
+
+    MAX_CACHES = 4
+
+    def __init__(self, model, compile: bool, grouped_attention: bool = True):
+        self.model = model
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft
+        self.cache_kw = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+        self.caches: dict[tuple[int, int], object] = {}
+        self.compiled = compile
+        # dynamic=None (torch's default): a second (rows, cache length) shape recompiles once with symbolic sizes,
+        # after which CUDA graphs are only re-recorded per shape (evaluation sees several prompt lengths).
+        self.step_fn = torch.compile(self._step, mode="reduce-overhead") if compile else self._step
+        cfg = model.config
+        self.grouped = grouped_attention and cfg._attn_implementation == "sdpa" and (
+            getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads) < cfg.num_attention_heads
+        self.eager_mask = cfg._attn_implementation == "eager"
+        self.is_eos: torch.Tensor | None = None
+
+    @staticmethod
+    def supports(model) -> bool:
+        """Decoder-only, full attention in every layer (no sliding windows), sdpa or eager attention."""
+        cfg = getattr(model, "config", None)
+        if cfg is None or getattr(cfg, "is_encoder_decoder", False):
+            return False
+        if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or [])):
+            return False
+        return getattr(cfg, "_attn_implementation", None) in ("sdpa", "eager")
+
+    def _cache(self, rows: int, length: int):
+        from transformers import StaticCache
+
+        key = (rows, length)
+        cache = self.caches.pop(key, None)
+        if cache is None:
+            cache = StaticCache(config=self.model.config, max_cache_len=length)
+        else:
+            cache.reset()
+        self.caches[key] = cache  # most recently used last
+        while len(self.caches) > self.MAX_CACHES:
+            self.caches.pop(next(iter(self.caches)))
+        return cache
+
+    def _step(self, tokens, keep2d, pos_offset, slot, done, cache, pad_id: int, temperature: float, top_p: float,
+              block_eos: bool):
+        """One decode step for every row: the token at cache ``slot`` in, the next token and finished flags out."""
+        keep = keep2d & (torch.arange(keep2d.shape[1], device=keep2d.device) <= slot)
+        mask = keep[:, None, None, :]
+        if self.eager_mask:  # eager attention adds the mask to the scores
+            dtype = next(self.model.parameters()).dtype
+            mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
+        out = self.model(input_ids=tokens, attention_mask={"full_attention": mask}, position_ids=pos_offset + slot,
+                         use_cache=True, **{self.cache_kw: cache})
+        nxt = _pick_tokens(out.logits[:, -1], temperature, top_p, self.is_eos, block_eos)
+        nxt = torch.where(done, pad_id, nxt)
+        return nxt[:, None], done | self.is_eos[nxt]
+
+    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, real_rows: int, max_new: int,
+            cache_len: int, pad_id: int, eos_ids: set[int], temperature: float, top_p: float, block_eos: bool,
+            stop_check) -> torch.Tensor:
+        """Generated ids [rows, <= max_new] (padding after a row's EOS). ``stop_check(ids_so_far, done)`` may mark
+        rows finished (stop strings) and returns True when every row is."""
+        rows, plen = input_ids.shape
+        dev = input_ids.device
+        if max_new < 1:
+            return torch.empty(rows, 0, dtype=torch.long, device=dev)
+        cache = self._cache(rows, cache_len)
+        positions = (attention_mask.long().cumsum(-1) - 1).masked_fill_(attention_mask == 0, 1)
+        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                            use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1]
+        if self.is_eos is None or self.is_eos.shape[0] != logits.shape[-1] or self.is_eos.device != dev:
+            self.is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=dev)
+            self.is_eos[[i for i in eos_ids if i < logits.shape[-1]]] = True
+        tok = _pick_tokens(logits, temperature, top_p, self.is_eos, block_eos)
+        done = self.is_eos[tok]
+        done[real_rows:] = True  # bucket padding rows never hold the loop open
+        out = torch.full((rows, max_new), pad_id, dtype=torch.long, device=dev)
+        out[:, 0] = tok
+        keep2d = torch.ones(rows, cache_len, dtype=torch.bool, device=dev)
+        keep2d[:, :plen] = attention_mask.bool()
+        pos_offset = attention_mask.long().sum(-1, keepdim=True) - plen  # position of cache slot s: s + offset
+        slot = torch.tensor(plen, dtype=torch.long, device=dev)
+        tok = tok[:, None]
+        impl = self.model.config._attn_implementation
+        if self.grouped:
+            _register_grouped_attention()
+            self.model.config._attn_implementation = _GROUPED_ATTN
+        n = 1
+        try:
+            for i in range(1, max_new):
+                if i % _CHECK_EVERY == 0 and stop_check(out[:, :i], done):
+                    break
+                if self.compiled:
+                    torch.compiler.cudagraph_mark_step_begin()
+                tok, done = self.step_fn(tok, keep2d, pos_offset, slot, done, cache, pad_id=pad_id,
+                                         temperature=temperature, top_p=top_p, block_eos=block_eos)
+                tok, done = tok.clone(), done.clone()  # graph outputs are overwritten by the next replay
+                out[:, i] = tok[:, 0]
+                slot += 1
+                n = i + 1
+        finally:
+            self.model.config._attn_implementation = impl
+        return out[:, :n]
+
+
+_registered = False
+
+
+def _register_grouped_attention() -> None:
+    global _registered
+    if not _registered:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(_GROUPED_ATTN, _grouped_decode_attention)
+        _registered = True
 
 
 class TransformersGenerator:
@@ -65,6 +241,8 @@ class TransformersGenerator:
         eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else []
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
         self.eos_ids.discard(None)
+        self._decoder: _StaticDecoder | None = None  # built on the first static-path call
+        self.grouped_decode_attention = True  # benchmarks switch it off to measure transformers' sdpa path
 
     # ------------------------------------------------------------------------------------------------------ helpers
     @property
@@ -182,6 +360,8 @@ class TransformersGenerator:
             pad_to_multiple_of=self.pad_to_multiple_of if static else None,
             return_tensors="pt",
         ).to(self.device)
+        if static and _StaticDecoder.supports(self.model):
+            return self._decode_static(enc, rows, max_new, params, chunk_index)
         kw = self._sampling_kwargs(params, max_new)
         if params.stop:
             kw.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
@@ -215,3 +395,49 @@ class TransformersGenerator:
             errors = [r.error for r in ordered if r.error]
             raise RuntimeError(f"continuous batching returned {len(ordered)}/{len(ids)} results; errors: {errors[:3]}")
         return [self._finish(list(r.generated_tokens), params) for r in ordered]
+
+    def _decode_static(self, enc, rows: int, max_new: int, params: SamplingParams, chunk_index: int) -> list[Completion]:
+        """The static path's own decode loop (``_StaticDecoder``); compiled with CUDA graphs on CUDA only."""
+        if self._decoder is None or self._decoder.model is not self.model:
+            self._decoder = _StaticDecoder(self.model, compile=self.device.type == "cuda",
+                                           grouped_attention=self.grouped_decode_attention)
+        stops = [x for x in params.stop if x]
+        tok = self.tokenizer
+
+        def stop_check(ids: torch.Tensor, done: torch.Tensor) -> bool:
+            if stops:  # stop strings: decode the unfinished rows, mark the ones that contain one
+                flags = done.tolist()
+                hit = [r for r, (row, d) in enumerate(zip(ids.tolist(), flags)) if not d
+                       and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)]
+                if hit:
+                    done[hit] = True
+            elif params.ignore_eos:  # nothing can finish early: never sync
+                return False
+            return bool(done.all())
+
+        prompt_len = enc["input_ids"].shape[1]
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
+            if params.seed is not None:
+                torch.manual_seed(params.seed + chunk_index)
+            out = self._decoder.run(
+                enc["input_ids"], enc["attention_mask"], rows, max_new,
+                cache_len=_round_up(prompt_len + max_new, self.pad_to_multiple_of), pad_id=self.tokenizer.pad_token_id,
+                eos_ids=self.eos_ids, temperature=params.temperature, top_p=params.top_p,
+                block_eos=params.ignore_eos, stop_check=stop_check,
+            )
+        return [self._finish(self._cut_at_stop(ids, stops), params) for ids in out[:rows].tolist()]
+
+    def _cut_at_stop(self, ids: list[int], stops: list[str]) -> list[int]:
+        """The shortest prefix of ``ids`` whose text contains a stop string (where ``generate``'s ``stop_strings``
+        would have stopped), found by bisection; ``ids`` unchanged when none occurs."""
+        if not stops:
+            return ids
+        has = lambda n: any(x in self.tokenizer.decode(ids[:n], skip_special_tokens=True) for x in stops)  # noqa: E731
+        if not has(len(ids)):
+            return ids
+        lo, hi = 1, len(ids)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if has(mid) else (mid + 1, hi)
+        return ids[:lo]

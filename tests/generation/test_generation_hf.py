@@ -115,3 +115,20 @@ def test_ignore_eos_runs_to_max_new_tokens(gen):
     (c,) = gen.generate(["def f(x):\n"], SamplingParams(max_new_tokens=30, temperature=0, ignore_eos=True))[0]
     assert c.num_tokens == 30 and c.finish_reason == "length"
     assert gen.tokenizer.eos_token_id not in c.token_ids
+
+
+def test_static_decode_loop_matches_generate_on_stops_sampling_and_ignore_eos(tiny_ckpt, gen):
+    # corecode's own static decode loop (GPU: compiled with CUDA graphs; CPU: eager): stop strings cut token ids where
+    # generate's stop_strings stop, EOS masking for ignore_eos, seeded sampling reproducible, GQA attention unchanged.
+    static = TransformersGenerator(str(tiny_ckpt), max_batch_size=4, fast_path="static", pad_to_multiple_of=16)
+    assert static.model.config.num_key_value_heads < static.model.config.num_attention_heads  # grouped path taken
+    stop = SamplingParams(max_new_tokens=40, temperature=0, stop=["\n", "return"])
+    assert static.generate(PROMPTS, stop) == gen.generate(PROMPTS, stop)
+    ign = SamplingParams(max_new_tokens=30, temperature=0, ignore_eos=True)
+    assert static.generate(PROMPTS, ign) == gen.generate(PROMPTS, ign)
+    (c,), _ = static.generate(PROMPTS, ign)
+    assert c.num_tokens == 30 and static.tokenizer.eos_token_id not in c.token_ids
+    hot = SamplingParams(n=3, max_new_tokens=20, temperature=5.0, top_p=0.9, seed=3)
+    a = static.generate(PROMPTS, hot)
+    assert static.generate(PROMPTS, hot) == a and len({c.text for c in a[0]}) > 1
+    assert static._decoder.grouped and static.model.config._attn_implementation == "sdpa"  # restored after decoding
