@@ -131,11 +131,24 @@ class _TwoRoleTrainer:
         self.train_problems = list(train_problems)
         self.val_problems = list(val_problems)[: params.eval_problems]
         self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")
+        self.fsdp = self.acc.distributed_type.value == "FSDP"
+        if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
+            raise ValueError("grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
+                             "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1")
+        if self.fsdp and (not params.bf16 or params.lora_r):
+            raise ValueError("grpo-team under FSDP needs grpo.bf16: true and grpo.lora_r: 0: rollouts are sampled from "
+                             "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
+                             "to run the same number of forward passes)")
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
         self.roles: dict[str, Role] = {}
         devices = {self.role_names[0]: params.planner_device, self.role_names[1]: params.coder_device}
         self.shared = None  # one base + one LoRA adapter per role (grpo.shared_base)
+        # grpo.bf16: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16 copy of the
+        # policy that does all sampling, refreshed after every optimizer step (what TRL does for its vLLM sampler).
+        # Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile, and the
+        # fp32 model under autocast cannot generate with a static KV cache (cache dtype fp32, k/v bf16).
+        self.samplers: dict[str, torch.nn.Module] = {}
         if params.shared_base:
             if not params.lora_r:
                 raise ValueError("grpo.shared_base needs grpo.lora_r > 0 (one LoRA adapter per role on one base)")
@@ -172,6 +185,9 @@ class _TwoRoleTrainer:
                 train_params = [q for q in model.parameters() if q.requires_grad]
             if params.lora_r and params.beta:
                 ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
+            if params.bf16 and name not in self.samplers:  # one copy for both roles when they share a base
+                sampler = self._bf16_sampler(model, dev)
+                self.samplers.update({n: sampler for n in (self.role_names if self.shared is not None else [name])})
             opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
             sch = get_scheduler(params.lr_scheduler_type, opt, num_warmup_steps=params.warmup_steps,
                                 num_training_steps=params.max_steps)
@@ -184,6 +200,22 @@ class _TwoRoleTrainer:
         self.loss_cfg = LossConfig(params.loss_type, params.beta, params.epsilon,
                                    params.epsilon_high if params.epsilon_high is not None else params.epsilon,
                                    params.temperature, 0)
+
+    def _bf16_sampler(self, model: torch.nn.Module, device) -> torch.nn.Module:
+        """A frozen bf16 copy of ``model`` (before ``accelerator.prepare`` wraps its forward in autocast)."""
+        sampler = copy.deepcopy(model).to(device if device is not None else self.acc.device, torch.bfloat16)
+        return sampler.eval().requires_grad_(False)
+
+    @torch.no_grad()
+    def sync_sampler(self, role: str) -> None:
+        """Copy ``role``'s trainable fp32 weights into its bf16 sampling copy (no-op without grpo.bf16)."""
+        sampler = self.samplers.get(role)
+        if sampler is None:
+            return
+        master = self.acc.unwrap_model(self.roles[role].model)
+        for src, dst in zip(master.parameters(), sampler.parameters(), strict=True):
+            if src.requires_grad:  # FSDP2 shards are DTensors: gather (every rank calls this in the same order)
+                dst.copy_(src.full_tensor() if hasattr(src, "full_tensor") else src)
 
     def _lora_config(self):
         from peft import LoraConfig
@@ -199,6 +231,8 @@ class _TwoRoleTrainer:
             for n, q in self.shared.named_parameters():  # set_adapter freezes the other adapter; keep both trainable
                 if "lora_" in n:
                     q.requires_grad_(True)
+            if role in self.samplers:
+                self.samplers[role].set_adapter(role)
 
     # -- data ---------------------------------------------------------------------------------------------------------
     def batch_problems(self, step: int) -> list[Problem]:
@@ -242,7 +276,7 @@ class _TwoRoleTrainer:
     def sample(self, role: str, prompts: list[str], n: int, greedy: bool = False):
         self.activate(role)
         r = self.roles[role]
-        model = self.acc.unwrap_model(r.model)
+        model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
         return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.p.temperature, self.p.top_p,
                                self.p.generation_batch_size, do_sample=not greedy, static_cache=self.p.static_cache)
 
@@ -258,10 +292,25 @@ class _TwoRoleTrainer:
         cfg.max_completion_length = r.max_new_tokens
         stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
                                      self.p.micro_batch_size, r.ref_model, backward=self.acc.backward)
-        stats["grad_norm"] = float(self.acc.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm))
+        if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
+            # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
+            norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm)
+            stats["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        else:
+            stats["grad_norm"] = float(self.acc.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm))
+        stats["skipped_update"] = float(not math.isfinite(stats["grad_norm"]))
+        if stats["skipped_update"]:  # as torch.amp's GradScaler does: never let one inf/NaN gradient into the weights
+            bad = [n for n, q in r.model.named_parameters() if q.grad is not None and not q.grad.isfinite().all()]
+            logger.warning("%s: non-finite gradient norm at step %d, update skipped (%d tensors, first: %s)", role,
+                           self.state.step + 1, len(bad), bad[:4])
+            r.optimizer.zero_grad(set_to_none=True)
+            r.scheduler.step()
+            stats["lr"] = r.scheduler.get_last_lr()[0]
+            return stats
         r.optimizer.step()
         r.scheduler.step()
         r.optimizer.zero_grad(set_to_none=True)
+        self.sync_sampler(role)
         stats["lr"] = r.scheduler.get_last_lr()[0]
         return stats
 
@@ -312,6 +361,8 @@ class _TwoRoleTrainer:
         ckpt = latest_checkpoint(self.p.checkpoint_dir) if self.p.resume else None
         if ckpt is not None:
             load_checkpoint(self.acc, ckpt)
+            for role in self.role_names:
+                self.sync_sampler(role)
             logger.warning("resumed from %s at step %d", ckpt, self.state.step)
         return ckpt
 
@@ -339,6 +390,13 @@ class _TwoRoleTrainer:
 
     def save_models(self, outputs: dict[str, str]) -> None:
         self.acc.wait_for_everyone()
+        if self.fsdp:  # gathering the full state dict is a collective: every rank takes part, rank 0 writes
+            states = {name: self.acc.get_state_dict(self.roles[name].model) for name in outputs}
+            if self.acc.is_main_process:
+                for name, out in outputs.items():
+                    self.acc.unwrap_model(self.roles[name].model).save_pretrained(out, state_dict=states[name])
+                    self.roles[name].tokenizer.save_pretrained(out)
+            return
         if not self.acc.is_main_process:
             return
         for name, out in outputs.items():
@@ -506,12 +564,13 @@ class MAGRPOTrainer(_TwoRoleTrainer):
 
 
 def load_role_model(path: str, bf16: bool = False):
-    """A role's model + tokenizer from a save_pretrained directory (SFT output)."""
+    """A role's model + tokenizer from a save_pretrained directory (SFT output). Always fp32: these are the master
+    weights; ``bf16`` (grpo.bf16) is applied by the trainer as autocast + a bf16 sampling copy, never to them."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: model checkpoint not found (run `corecode sft` for this role first)")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if bf16 else torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(path)
     return model, tok
 

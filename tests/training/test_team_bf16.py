@@ -1,0 +1,80 @@
+"""grpo.bf16: fp32 master weights trained under bf16 autocast, sampling from a bf16 copy synced after each step."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_team_fixtures import PROBLEMS, build_team, weights  # noqa: E402
+
+from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
+from corecode.training.grpo_config import GRPOParams  # noqa: E402
+from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerator_state():
+    """AcceleratorState is a process-wide singleton that refuses a second mixed-precision setting: give this test
+    its own (bf16) and leave a clean one for the tests after it."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_bf16_trains_fp32_masters_and_samples_from_synced_bf16_copies(tmp_path):
+    from transformers import set_seed
+
+    planner, coder = (load_role_model(str(d), bf16=True) for d in build_team(tmp_path / "sft"))
+    assert planner[0].dtype == coder[0].dtype == torch.float32  # master weights stay fp32
+    before = weights(planner[0])
+    set_seed(0)
+    p = GRPOParams(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
+                   max_steps=1, eval_steps=0, eval_problems=0, learning_rate=1e-3, temperature=1.2, bf16=True,
+                   checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
+    with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
+        trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+        try:
+            assert trainer.acc.mixed_precision == "bf16"
+            for role in ("planner", "coder"):
+                sampler = trainer.samplers[role]
+                assert sampler.dtype == torch.bfloat16 and not any(q.requires_grad for q in sampler.parameters())
+            metrics = trainer.train_step()
+        finally:
+            trainer.close()
+    assert all(torch.isfinite(torch.tensor(v)) for k, v in metrics.items() if k.endswith("/loss"))
+    master = trainer.acc.unwrap_model(trainer.roles["planner"].model)
+    assert master.dtype == torch.float32
+    assert any(not torch.equal(before[k], v) for k, v in master.state_dict().items()), "planner did not move"
+    for role in ("planner", "coder"):  # the sampling copy holds the updated weights, rounded to bf16
+        m = trainer.acc.unwrap_model(trainer.roles[role].model)
+        for src, dst in zip(m.parameters(), trainer.samplers[role].parameters(), strict=True):
+            assert torch.equal(src.detach().to(torch.bfloat16), dst)
+
+
+def test_non_finite_gradient_skips_the_update(tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", steps=30))
+    before = weights(coder[0])
+    p = GRPOParams(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
+                   max_steps=1, eval_steps=0, eval_problems=0, learning_rate=1e-3, temperature=1.2,
+                   checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
+    with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
+        trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+        coder[0].lm_head.weight.register_hook(lambda g: g * float("nan"))  # a NaN gradient in one tensor
+        try:
+            metrics = trainer.train_step()
+        finally:
+            trainer.close()
+    assert metrics["coder/skipped_update"] == 1.0 and metrics["planner/skipped_update"] == 0.0
+    assert all(torch.equal(before[k], v) for k, v in coder[0].state_dict().items())  # weights untouched
