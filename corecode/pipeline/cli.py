@@ -6,19 +6,30 @@ from pathlib import Path
 
 import typer
 
+_SET_OPT = typer.Option(None, "--set", help="Override a param: KEY=VALUE (dotted key, YAML value); repeatable.")
+
+
+def _load(params_file: Path, overrides: list[str] | None):
+    from corecode.config import ConfigError, load_params
+
+    try:
+        return load_params(params_file, overrides or [])
+    except ConfigError as e:  # errors name the file and key: a usage error, not a traceback
+        raise typer.BadParameter(str(e), param_hint="--params/--set") from None
+
 
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
         method: str = typer.Option(..., "--method", "-m", help="Team name in agents.teams to evaluate."),
         params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file."),
+        overrides: list[str] = _SET_OPT,
     ) -> None:
         """Evaluate one method on every benchmark in evaluate.benchmarks (DVC stage evaluate@METHOD)."""
-        from corecode.config import load_params
         from corecode.pipeline.evaluate import evaluate_method
         from corecode.tracking.runs import stage_run
 
-        params = load_params(params_file)
+        params = _load(params_file, overrides)
         with stage_run(f"evaluate_{method}", params):
             summary = evaluate_method(method, params)
             _log_summary(summary)
@@ -27,12 +38,14 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{method} {bench}: pass@1={s['pass_at_1']:.3f}{gain}")
 
     @app.command("metrics")
-    def metrics(params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file.")) -> None:
+    def metrics(
+        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file."),
+        overrides: list[str] = _SET_OPT,
+    ) -> None:
         """Collect every method's evaluation into data/reports/metrics.json with paired bootstrap comparisons."""
-        from corecode.config import load_params
         from corecode.pipeline.metrics import METRICS_FILE, collect_metrics
 
-        m = collect_metrics(load_params(params_file))
+        m = collect_metrics(_load(params_file, overrides))
         for c in m["comparisons"]:
             typer.echo(f"{c['a']} vs {c['b']} on {c['benchmark']}: delta={c['delta']:+.3f} p={c['p_value']:.4f}")
         typer.echo(f"wrote {METRICS_FILE}")

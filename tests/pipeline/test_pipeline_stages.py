@@ -110,3 +110,19 @@ def _write_params(tmp_path, ckpt, bench):
         "sandbox": {"cache_dir": str(tmp_path / "cache")},
     }))
     return p
+
+
+def test_evaluate_and_metrics_take_overrides_and_name_a_bad_key(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from corecode.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("seed: 0\n")
+    runner = CliRunner()
+    for cmd in (["evaluate", "--method", "single_sft"], ["metrics"]):
+        res = runner.invoke(app, [*cmd, "--set", "evaluate.no_such_key=1"])
+        assert res.exit_code == 2 and "no_such_key" in res.output, res.output
+    # a valid override reaches the stage: metrics then fails on the (named) missing evaluation, not on the params
+    res = runner.invoke(app, ["metrics", "--set", "evaluate.methods=[only_this]"])
+    assert res.exit_code != 0 and "only_this" in str(res.exception)
