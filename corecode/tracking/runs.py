@@ -42,12 +42,36 @@ def tracking_uri(tracking: TrackingParams) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or tracking.uri
 
 
+@contextlib.contextmanager
+def _sqlite_store_lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive file lock beside a sqlite store while MLflow opens it.
+
+    Opening a fresh store runs MLflow's alembic migrations; two stage processes doing that at once (independent stages
+    started together by a Prefect worker, say) corrupt the schema ("table ... already exists", "Online migration
+    expected to match one row"). Serialising the first open is enough: later ones find the tables made."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    db = Path(uri[len("sqlite:///") :])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def configure(tracking: TrackingParams) -> str:
     """Point MLflow at the tracking store and experiment; return the experiment id."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri(tracking))
-    return mlflow.set_experiment(tracking.experiment).experiment_id
+    uri = tracking_uri(tracking)
+    mlflow.set_tracking_uri(uri)
+    with _sqlite_store_lock(uri):
+        return mlflow.set_experiment(tracking.experiment).experiment_id
 
 
 def flatten_params(tree: Mapping[str, Any] | BaseModel, prefix: str = "") -> dict[str, str]:

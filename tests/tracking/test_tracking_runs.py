@@ -163,3 +163,16 @@ def test_artifacts_metrics_and_system_metrics(store, tmp_path):
         a.path for a in MlflowClient().list_artifacts(r.run_id, "outs")
     }
     assert {"outs/a.txt", "d.json"} <= names
+
+
+def test_stages_started_together_on_a_fresh_store_share_one_experiment(tmp_path):
+    """Several stage processes (e.g. a Prefect worker running independent stages) creating the sqlite store at once:
+    without the retry in ``configure`` one of them failed with "table experiments already exists"."""
+    code = ("from corecode.tracking.config import TrackingParams\nfrom corecode.tracking.runs import configure\n"
+            f"print(configure(TrackingParams(uri='sqlite:///{tmp_path}/mlflow.db', experiment='race')))")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": "", "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-500:] for _, err in outs]
+    assert len({out.strip().splitlines()[-1] for out, _ in outs}) == 1
