@@ -70,13 +70,17 @@ class CompletionCache:
 
 def cached_generate(gen: Generator, model: str, prompts: list[str], params: SamplingParams,
                     cache: CompletionCache) -> list[list[str]]:
-    """``gen.generate`` for the prompts the cache lacks; cached texts for the rest (order kept)."""
+    """``gen.generate`` for the prompts the cache lacks, each distinct prompt once (two candidates with the same plan
+    make the same Coder prompt); cached texts for the rest (order kept)."""
     keys = [cache.key(model, p, params) for p in prompts]
-    todo = [i for i, k in enumerate(keys) if cache.get(k) is None]
-    if todo:
-        outs = gen.generate([prompts[i] for i in todo], params)
-        for i, comps in zip(todo, outs):
-            cache.put(keys[i], [c.text for c in comps])
+    missing: dict[str, str] = {}
+    for k, p in zip(keys, prompts):
+        if cache.get(k) is None:
+            missing.setdefault(k, p)
+    if missing:
+        outs = gen.generate(list(missing.values()), params)
+        for k, comps in zip(missing, outs):
+            cache.put(k, [c.text for c in comps])
     return [cache.get(k) for k in keys]
 
 
