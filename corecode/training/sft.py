@@ -184,7 +184,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
         data_seed=cfg.seed,
         bf16=bf16,
         **checkpointing_kwarg(SFTConfig, cfg.gradient_checkpointing),
-        completion_only_loss=True,
+        completion_only_loss=cfg.completion_only_loss,
         packing=False,
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),

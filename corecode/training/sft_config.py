@@ -50,6 +50,7 @@ class SFTRoleParams(BaseModel):
     weight_decay: float | None = Field(None, description="Override of sft.weight_decay for this role.")
     eval_steps: int | None = Field(None, description="Override of sft.eval_steps for this role.")
     logging_steps: int | None = Field(None, description="Override of sft.logging_steps for this role.")
+    completion_only_loss: bool | None = Field(None, description="Override of sft.completion_only_loss for this role.")
     seed: int | None = Field(None, description="Override of the training seed for this role (default: global seed).")
 
 
@@ -76,6 +77,11 @@ class SFTParams(BaseModel):
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
     eval_steps: int = Field(200, ge=1, description="Evaluate on the val split every N steps (and at the end).")
     logging_steps: int = Field(25, ge=1, description="Log train loss / lr every N steps.")
+    completion_only_loss: bool = Field(
+        True,
+        description="Loss on completion tokens only (TRL's completion_only_loss). False adds the prompt's tokens: "
+        "a model trained from scratch then also learns to read the problem language, not only to answer.",
+    )
     max_eval_rows: int | None = Field(
         256, description="Cap on val rows used for eval loss (keeps evaluation cheap on CPU); None = all."
     )

@@ -117,6 +117,16 @@ def test_loss_only_on_completion_and_eos_appended(tmp_path, base, data):
     assert batch["labels"][0].tolist()[: len(labels)] == labels
 
 
+def test_prompt_loss_when_completion_only_loss_is_off(tmp_path, base, data):
+    # sft.completion_only_loss: false (the embedded default's setting, per role too): every token is supervised
+    cfg = _params(tmp_path, coder={"completion_only_loss": False}).for_role("coder")
+    trainer = build_sft_trainer(cfg, data / "coder.jsonl", base)
+    assert trainer.args.completion_only_loss is False
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    assert labels == ids  # prompt tokens included (one row: no padding)
+
+
 # --- training ---------------------------------------------------------------------------------------------------------
 
 
