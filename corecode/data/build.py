@@ -2,7 +2,7 @@
 
 Writes under ``out_dir`` (default ``data/processed``):
 
-* ``composite_{train,val,test}.jsonl``: the composite splits as ``Problem`` JSONL (later stages read exactly these),
+* ``composite_{train,val,test,rl}.jsonl``: the composite splits (``rl``: tests only, for GRPO; empty when n_rl is 0) as ``Problem`` JSONL (later stages read exactly these),
 * ``planner.jsonl``: ``planner_prompt(p)`` -> ``format_plan(plan)`` (problems with a gold plan),
 * ``coder.jsonl``: ``coder_prompt(p, plan)`` -> ``format_code(code)`` (problems with a plan and a reference),
 * ``single.jsonl``: ``coder_prompt(p, None)`` -> ``format_code(code)`` (problems with a reference),
@@ -99,6 +99,8 @@ def build_data(data: DataParams, seed: int = 0, out_dir: str | Path = PROCESSED,
         write_problems(path, probs)
         summary.files[f"composite_{split}"] = str(path)
         summary.rows[f"composite_{split}"] = {split: len(probs)}
+    if "rl" not in composite:  # the pipeline declares this file: an empty one means "no rl split" (n_rl: 0)
+        write_problems(out_dir / "composite_rl.jsonl", [])
 
     items = _training_problems(data, composite, seed)
     summary.dropped = {p.source: 0 for p, _ in items}

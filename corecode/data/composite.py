@@ -361,6 +361,7 @@ def _generate(
     exclude: set[tuple],
     seen_sequences: set[tuple[str, ...]] = frozenset(),
     seen_pairs: set[tuple[str, str]] = frozenset(),
+    avoid_sequences: set[tuple[str, ...]] = frozenset(),
 ) -> Iterator[tuple[Chain, Problem]]:
     rng = random.Random(f"{seed}:composite:{split}")
     made, attempts = 0, 0
@@ -378,6 +379,8 @@ def _generate(
         if split != "test":
             chain = sample_chain(rng, steps, _lengths(rng, cfg.min_steps, cfg.train_max_steps), cfg.start_types,
                                  cfg.str_start_prob, banned=held)
+            if chain is not None and chain.step_names() in avoid_sequences:
+                continue
         elif made < n_longer:
             chain = sample_chain(rng, steps, _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps),
                                  cfg.start_types, cfg.str_start_prob)
@@ -419,9 +422,9 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
         raise ValueError("data.composite: held-out-pair test problems need heldout_pair_frac > 0")
     from rich.progress import track
 
-    def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset()
-            ) -> list[tuple[Chain, Problem]]:
-        gen = _generate(split, n, cfg, seed, steps, held, exclude, sequences, pairs)
+    def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset(),
+            avoid: set = frozenset()) -> list[tuple[Chain, Problem]]:
+        gen = _generate(split, n, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
         return list(track(gen, total=n, description=f"composite {split}", disable=not progress))
 
     val = run("val", cfg.n_val, set())
@@ -429,4 +432,9 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
     sequences = {c.step_names() for c, _ in train + val}
     pairs = {p for c, _ in train + val for p in c.pairs()}
     test = run("test", cfg.n_test, set(), sequences, pairs)
-    return {"train": [p for _, p in train], "val": [p for _, p in val], "test": [p for _, p in test]}
+    out = {"train": [p for _, p in train], "val": [p for _, p in val], "test": [p for _, p in test]}
+    if cfg.n_rl:  # last, on its own RNG stream: the other splits do not move when n_rl changes
+        used = sequences | {c.step_names() for c, _ in test}
+        rl = run("rl", cfg.n_rl, {c.signature() for c, _ in train + val + test}, avoid=used)
+        out["rl"] = [p for _, p in rl]
+    return out

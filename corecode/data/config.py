@@ -19,6 +19,12 @@ class CompositeParams(BaseModel):
     n_train: int = Field(3000, ge=1, description="Number of training problems.")
     n_val: int = Field(200, ge=0, description="Number of validation problems (same distribution as train, disjoint).")
     n_test: int = Field(300, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
+    n_rl: int = Field(
+        0, ge=0,
+        description="Problems of the `rl` split (composite_rl.jsonl): tests only, for the GRPO stages; no SFT row is "
+        "built from them. Their step sequences occur in no other split (new compositions of seen steps and pairs; "
+        "held-out pairs stay held out, chains stay within train_max_steps). 0 = no rl split.",
+    )
     min_steps: int = Field(1, ge=1, description="Fewest primitive steps in a problem.")
     train_max_steps: int = Field(3, ge=1, description="Most steps in a train/val problem.")
     test_max_steps: int = Field(
@@ -108,7 +114,8 @@ class ValidationParams(BaseModel):
     max_completion_chars: int = Field(2000, ge=1, description="Longest allowed SFT completion, in characters.")
     min_rows: int = Field(1, ge=1, description="Fewest rows any validated dataset/split may have.")
     datasets: list[str] = Field(
-        default_factory=lambda: ["planner", "coder", "single", "composite_train", "composite_val", "composite_test"],
+        default_factory=lambda: ["planner", "coder", "single", "composite_train", "composite_val", "composite_test",
+                                 "composite_rl"],
         description="Datasets `corecode validate-data` checks by default (names of data/processed/<name>.jsonl).",
     )
 

@@ -137,7 +137,8 @@ def build_suite(name: str, data: DataParams, split: str | None = None):
         add(E.ExpectColumnValuesToBeInSet(column="code_parses", value_set=[True]))
         add(E.ExpectColumnValuesToBeBetween(column="n_tests", min_value=1))
         add(E.ExpectColumnValuesToBeInSet(column="split", value_set=[split]))
-        expected = {"train": data.composite.n_train, "val": data.composite.n_val, "test": data.composite.n_test}
+        expected = {"train": data.composite.n_train, "val": data.composite.n_val, "test": data.composite.n_test,
+                    "rl": data.composite.n_rl}
         add(E.ExpectTableRowCountToEqual(value=expected[split]))
         if split != "test":
             add(E.ExpectColumnValuesToBeInSet(column="eval_overlap", value_set=[False]))
@@ -207,6 +208,8 @@ def validate_datasets(data: DataParams, names: list[str] | None = None, processe
     source = ctx.data_sources.add_pandas("corecode")
     results = []
     for name in names:
+        if name == "composite_rl" and not data.composite.n_rl:
+            continue  # no rl split configured: its file is empty by design
         path = processed_dir / f"{name}.jsonl"
         if not path.exists():
             results.append(DatasetResult(name, str(path), False, 0,

@@ -97,6 +97,11 @@ class GRPOParams(BaseModel):
     schedule: Literal["joint", "alternate"] = Field("joint", description="Update both roles every step, or "
                                                     "alternate Planner stage / Coder stage (CoRe-Code).")
     alternate_every: int = Field(1, ge=1, description="Steps per stage when schedule=alternate.")
+    frozen_roles: list[Literal["planner", "coder", "helper", "main"]] = Field(
+        default_factory=list,
+        description="Roles sampled but never updated (e.g. [planner]: train the Coder on the live Planner's plans). "
+        "Names of the team trainer (planner, coder) or MAGRPO's (helper, main); each trainer ignores the other's.",
+    )
 
     # LoRA (peft): an adapter per role, on its own base or on one shared base; lora_r 0 = full fine-tune
     shared_base: bool = Field(False, description="One base model (planner_model) + one LoRA adapter per role "

@@ -250,8 +250,10 @@ class _TwoRoleTrainer:
     def updating(self, step: int) -> list[str]:
         """Roles updated at ``step``: both (joint) or one per stage (alternate, first role first)."""
         if self.p.schedule == "joint":
-            return list(self.role_names)
-        return [self.role_names[(step // self.p.alternate_every) % 2]]
+            roles = list(self.role_names)
+        else:
+            roles = [self.role_names[(step // self.p.alternate_every) % 2]]
+        return [r for r in roles if r not in self.p.frozen_roles]
 
     # -- sandbox ------------------------------------------------------------------------------------------------------
     def submit(self, items: list[tuple[Problem, str | None]]) -> concurrent.futures.Future:

@@ -119,6 +119,26 @@ def test_unseen_chains_reuse_seen_pairs_in_new_sequences():
         CompositeParams(test_longer_frac=0.6, test_unseen_chain_frac=0.5)
 
 
+def test_rl_split_is_new_compositions_and_moves_no_other_split():
+    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
+                                   "test_unseen_chain_frac": 0.5})
+    plain = generate_composite(cfg, seed=0)
+    with_rl = generate_composite(cfg.model_copy(update={"n_rl": 50}), seed=0)
+    assert "rl" not in plain and len(with_rl["rl"]) == 50
+    assert all(with_rl[s] == plain[s] for s in ("train", "val", "test"))
+    seq = lambda p: tuple(line.split(". ", 1)[1] for line in p.plan.splitlines())  # noqa: E731
+    others = {seq(p) for s in ("train", "val", "test") for p in plain[s]}
+    held = heldout_pairs(select_steps(None), cfg.heldout_pair_frac, 0)
+    for p in with_rl["rl"]:
+        assert p.split == "rl" and p.task_id.startswith("composite/rl/")
+        assert seq(p) not in others  # a step sequence no other split uses
+        assert int(p.difficulty) <= cfg.train_max_steps and not [t for t in p.tags if t.startswith("ood:")]
+    rl_chains = {c.step_names() for c, _ in _generate("rl", 50, cfg.model_copy(update={"n_rl": 50}), 0,
+                                                       select_steps(None), held, set())}
+    assert rl_chains  # and no chain of the generator's own rl stream contains a held-out pair:
+    assert not any((a, b) in held for names in rl_chains for a, b in zip(names, names[1:]))
+
+
 def test_splits_disjoint(suite):
     codes = {s: {p.reference_solution for p in v} for s, v in suite.items()}
     assert not codes["train"] & codes["val"]

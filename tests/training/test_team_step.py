@@ -102,6 +102,23 @@ def test_alternate_schedule_freezes_the_other_role(team_dir, sandbox, tmp_path):
     assert not _changed(before[1], coder[0])
 
 
+def test_frozen_role_is_sampled_but_never_updated(team_dir, sandbox, tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    before = weights(planner[0]), weights(coder[0])
+    trainer = TeamGRPOTrainer(_params(tmp_path, frozen_roles=["planner"], eval_problems=0), planner, coder, PROBLEMS,
+                              sandbox)
+    try:
+        assert trainer.updating(0) == ["coder"] and trainer.updating(1) == ["coder"]
+        metrics = trainer.train_step()
+    finally:
+        trainer.close()
+    assert "coder/loss" in metrics and "planner/loss" not in metrics and "reward/planner" in metrics
+    assert not _changed(before[0], planner[0])
+    assert _changed(before[1], coder[0])
+    with pytest.raises(ValueError, match="frozen_roles"):
+        GRPOParams(frozen_roles=["planer"])
+
+
 def test_magrpo_step_updates_helper_and_main(sandbox, tmp_path):
     helper, main = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", magrpo=True))
     before = weights(helper[0]), weights(main[0])
