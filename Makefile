@@ -1,5 +1,6 @@
 # corecode: the two commands of the README, plus helpers.
-#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro)
+#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro dvc.yaml; plain `dvc repro`
+#              would also run the optional baselines/dvc.yaml)
 #   make test  set up .venv and run the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -43,7 +44,7 @@ setup: $(STAMP) sandbox-deps
 RUN_THREADS ?= $(shell nproc 2>/dev/null || echo 1)
 
 run: setup
-	OMP_NUM_THREADS=$(RUN_THREADS) $(BIN)/dvc repro
+	OMP_NUM_THREADS=$(RUN_THREADS) $(BIN)/dvc repro dvc.yaml
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -54,3 +54,10 @@ def test_baselines_pipeline_depends_on_the_main_one_and_stays_out_of_plain_repro
         assert stage in dag, dag
     main = run(dvc, "stage", "list", "--name-only")
     assert "evaluate@planner_coder_grpo" in main and "sft_pta" not in main
+    # What `make run` runs: nothing of the optional pipeline is upstream of the main one (a directory dep such as
+    # data/reports/eval would pull evaluate_pta in, as it did once). `dvc dag dvc.yaml` is the main file's graph
+    # plus everything upstream of it.
+    upstream = run(dvc, "dag", "--md", "dvc.yaml")
+    assert "report" in upstream and "promote" in upstream
+    assert "pta" not in upstream, upstream
+    assert "dvc repro dvc.yaml" in (ROOT / "Makefile").read_text()
