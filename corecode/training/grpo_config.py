@@ -124,6 +124,10 @@ class GRPOParams(BaseModel):
     magrpo_main_output: str = Field("data/checkpoints/magrpo_main", description="MAGRPO main output.")
     magrpo_checkpoint_dir: str = Field("data/checkpoints/magrpo_state", description="MAGRPO resumable checkpoints.")
     magrpo_log_path: str = Field("data/reports/train/grpo_magrpo.json", description="MAGRPO per-step log.")
+    magrpo_max_steps: int | None = Field(None, ge=1, description="MAGRPO optimizer steps (None: max_steps).")
+    magrpo_problems_per_step: int | None = Field(None, ge=1, description="MAGRPO problems per step (None: "
+                                                                       "problems_per_step).")
+    magrpo_learning_rate: float | None = Field(None, gt=0, description="MAGRPO learning rate (None: learning_rate).")
 
     # Checkpoints, evaluation, logging
     save_steps: int = Field(2, ge=1, description="Write a resumable checkpoint every N steps.")

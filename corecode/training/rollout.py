@@ -114,24 +114,36 @@ class LossConfig:
 
 def policy_loss_backward(
     model, samples: Sequence[Sample], advantages: torch.Tensor, cfg: LossConfig, pad_id: int,
-    micro_batch_size: int, ref_model=None, backward=None,
+    micro_batch_size: int, ref_model=None, backward=None, skip_zero_advantage: bool = False,
 ) -> dict[str, float]:
     """Accumulate the gradient of TRL's GRPO loss over micro-batches of ``samples`` (one optimizer step's worth).
 
     Normalisers span the whole set, so the accumulated gradient equals one full-batch step: grpo = mean over
     sequences of per-sequence token means; dapo = sum over tokens / all tokens; dr_grpo = sum / (B * max length).
     Returns the loss, KL and entropy (token means) for logging.
+
+    ``skip_zero_advantage``: sequences whose advantage is exactly 0 (groups where every sample scored the same: most
+    groups of a sharp policy) contribute nothing to the gradient when there is no KL term, so their forward and
+    backward passes are skipped; the normalisers still count them, so the gradient is the same. TRL computes them
+    anyway. Only for one process without KL (DDP/FSDP ranks must run the same number of backward passes); entropy is
+    then the token mean over the sequences that were run.
     """
     backward = backward or (lambda loss: loss.backward())
     device = next(model.parameters()).device
     total_seqs = len(samples)
     total_tokens = max(1, sum(len(s.completion.token_ids or []) for s in samples))
     stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0}
-    for start in range(0, total_seqs, micro_batch_size):
-        part = samples[start : start + micro_batch_size]
+    order = list(range(total_seqs))
+    skip = skip_zero_advantage and not cfg.beta
+    if skip:
+        order = [i for i in order if float(advantages[i]) != 0.0]
+        run_tokens = max(1, sum(len(samples[i].completion.token_ids or []) for i in order))
+    for start in range(0, len(order), micro_batch_size):
+        idx = order[start : start + micro_batch_size]
+        part = [samples[i] for i in idx]
         batch = collate(part, pad_id, device)
         mask = batch["completion_mask"].float()
-        adv = advantages[start : start + micro_batch_size].to(device).float().unsqueeze(1)
+        adv = advantages[idx].to(device).float().unsqueeze(1)
         logps, entropies = per_token_logps(model, batch, cfg.temperature, with_entropy=True)
         old = logps.detach()  # one gradient step per rollout (num_iterations=1): ratio 1, TRL's shortcut
         coef_1 = torch.exp(logps - old)
@@ -153,5 +165,9 @@ def policy_loss_backward(
             raise ValueError(f"grpo.loss_type must be grpo, dapo or dr_grpo, got {cfg.loss_type!r}")
         backward(loss)
         stats["loss"] += float(loss.detach())
-        stats["entropy"] += float((entropies * mask).sum()) / total_tokens
+        stats["entropy"] += float((entropies * mask).sum()) / (run_tokens if skip else total_tokens)
+    if skip:  # every advantage 0: keep the optimizer step identical to a zero gradient (AdamW skips grad=None)
+        for p in model.parameters():
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
     return stats

@@ -293,7 +293,8 @@ class _TwoRoleTrainer:
         cfg = copy.copy(self.loss_cfg)
         cfg.max_completion_length = r.max_new_tokens
         stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
-                                     self.p.micro_batch_size, r.ref_model, backward=self.acc.backward)
+                                     self.p.micro_batch_size, r.ref_model, backward=self.acc.backward,
+                                     skip_zero_advantage=self.acc.num_processes == 1)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
             # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
             norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm)
@@ -577,6 +578,16 @@ def load_role_model(path: str, bf16: bool = False):
     return model, tok
 
 
+def magrpo_params(g: GRPOParams) -> GRPOParams:
+    """The MAGRPO run's view of ``grpo``: its own checkpoint dir and log, and its own budget where
+    ``magrpo_max_steps`` / ``magrpo_problems_per_step`` / ``magrpo_learning_rate`` are set (the baseline need not get
+    the team's RL budget)."""
+    budget = {"max_steps": g.magrpo_max_steps, "problems_per_step": g.magrpo_problems_per_step,
+              "learning_rate": g.magrpo_learning_rate}
+    return g.model_copy(update={"checkpoint_dir": g.magrpo_checkpoint_dir, "log_path": g.magrpo_log_path,
+                                **{k: v for k, v in budget.items() if v is not None}})
+
+
 def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None, progress=True) -> dict[str, float]:
     from transformers import set_seed
 
@@ -591,7 +602,7 @@ def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None
         starts, outputs = (g.planner_model, g.coder_model), (g.planner_output, g.coder_output)
     else:
         starts, outputs = (g.magrpo_helper_model, g.magrpo_main_model), (g.magrpo_helper_output, g.magrpo_main_output)
-        g = g.model_copy(update={"checkpoint_dir": g.magrpo_checkpoint_dir, "log_path": g.magrpo_log_path})
+        g = magrpo_params(g)
     first = load_role_model(starts[0], g.bf16)
     second = first if g.shared_base else load_role_model(starts[1], g.bf16)  # shared base: one model, 2 adapters
     own_sandbox = sandbox is None

@@ -56,3 +56,27 @@ def test_kl_term_is_zero_against_itself_and_positive_after_a_change():
 def test_unknown_loss_type():
     with pytest.raises(ValueError, match="loss_type"):
         policy_loss_backward(_model(), SAMPLES, ADV, LossConfig("ppo"), 0, 8)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "dr_grpo"])
+def test_skipping_zero_advantage_sequences_keeps_the_gradient(loss_type):
+    samples = SAMPLES + [Sample([5, 7], Completion("", 2, [9, 1])), Sample([6], Completion("", 3, [7, 8, 1]))]
+    adv = torch.tensor([1.0, 0.0, -2.0, 0.0])
+    grads, stats = [], []
+    for skip in (False, True):
+        m = _model()
+        stats.append(policy_loss_backward(m, samples, adv, LossConfig(loss_type, max_completion_length=10), 0, 1,
+                                          skip_zero_advantage=skip))
+        grads.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
+    assert grads[0].abs().sum() > 0
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+    assert stats[0]["loss"] == pytest.approx(stats[1]["loss"], abs=1e-6)
+
+
+def test_all_zero_advantages_skip_every_pass_and_leave_zero_gradients():
+    calls = []
+    m = _model()
+    policy_loss_backward(m, SAMPLES, torch.zeros(2), LossConfig("grpo"), 0, 8, backward=calls.append,
+                         skip_zero_advantage=True)
+    assert calls == []  # no forward/backward ran
+    assert all(p.grad is not None and not p.grad.any() for p in m.parameters())

@@ -199,3 +199,14 @@ def test_shared_base_needs_lora(team_dir, sandbox, tmp_path):
     base = load_role_model(str(team_dir[1]))
     with pytest.raises(ValueError, match="lora_r"):
         TeamGRPOTrainer(_params(tmp_path, shared_base=True), base, base, PROBLEMS, sandbox)
+
+
+def test_magrpo_budget_defaults_to_the_team_budget_and_can_be_set_apart(tmp_path):
+    from corecode.training.team_grpo import magrpo_params
+
+    same = magrpo_params(_params(tmp_path, max_steps=7, problems_per_step=3, learning_rate=2e-5))
+    assert (same.max_steps, same.problems_per_step, same.learning_rate) == (7, 3, 2e-5)
+    assert same.checkpoint_dir == same.magrpo_checkpoint_dir and same.log_path == same.magrpo_log_path
+    own = magrpo_params(_params(tmp_path, max_steps=7, magrpo_max_steps=2, magrpo_problems_per_step=5,
+                                magrpo_learning_rate=1e-4))
+    assert (own.max_steps, own.problems_per_step, own.learning_rate) == (2, 5, 1e-4)
