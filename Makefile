@@ -22,11 +22,13 @@ export OMP_NUM_THREADS ?= 1
 
 .PHONY: setup sandbox-deps run test test-fast prefect mlflow-ui clean-venv
 
+# --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
+# Python compiles the modules a run imports on first use instead.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH_SPEC)"
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q --no-compile "$(TORCH_SPEC)"
+	$(BIN)/pip install -q --no-compile -e ".[dev]"
 	touch $(STAMP)
 
 # The sandbox isolates untrusted code with bubblewrap (namespaces, read-only root); install it when we can.

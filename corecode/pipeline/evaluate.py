@@ -134,7 +134,10 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
             cost["tokens_per_solved_problem"] = (cost["tokens_per_sample"] / det["pass_at_1"]
                                                  if det["pass_at_1"] else None)
             if alone is not None and bench in ev.collaboration_gain_benchmarks:
-                _, _, alone_summary = _solve_and_score(alone, problems, n, sandbox, ev.ks, False)
+                n_alone = ev.collaboration_gain_n_samples or n
+                alone_ks = [k for k in ev.ks if k <= n_alone] or [1]
+                _, _, alone_summary = _solve_and_score(alone, problems, n_alone, sandbox, alone_ks, False)
+                det["coder_alone_n_samples"] = n_alone
                 det["coder_alone_pass_at_1"] = alone_summary["pass_at_1"]
                 det["collaboration_gain"] = det["pass_at_1"] - alone_summary["pass_at_1"]
             summary["benchmarks"][bench] = det

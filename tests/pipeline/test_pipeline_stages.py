@@ -100,6 +100,33 @@ def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monke
     assert again == summary  # same seed, same numbers, cost included
 
 
+@pytest.mark.slow
+def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch):
+    from corecode.data.composite import generate_composite
+    from corecode.data.config import CompositeParams
+    from corecode.data.io import write_problems
+    from corecode.models.testing import make_tiny_checkpoint
+
+    probs = generate_composite(CompositeParams(n_train=4, n_val=0, n_test=3), seed=0)["test"]
+    bench = tmp_path / "bench.jsonl"
+    write_problems(bench, probs)
+    ckpt = make_tiny_checkpoint(tmp_path / "m", ["def solve(nums):\n    return nums\n"], train_steps=20)
+    p = tmp_path / "params.yaml"
+    p.write_text(json.dumps({
+        "agents": {"default_team": "duo",
+                   "teams": {"duo": {"type": "planner_coder", "roles": {"planner": str(ckpt), "coder": str(ckpt)}}},
+                   "sampling": {"planner": {"max_new_tokens": 16}, "coder": {"max_new_tokens": 16}}},
+        "evaluate": {"benchmarks": [str(bench)], "n_samples": 3, "ks": [1, 3], "methods": ["duo"], "comparisons": [],
+                     "collaboration_gain_benchmarks": [str(bench)], "collaboration_gain_n_samples": 1},
+        "model": {"device": "cpu"},
+        "sandbox": {"cache_dir": str(tmp_path / "cache")},
+    }))
+    monkeypatch.chdir(tmp_path)
+    s = evaluate_method("duo", load_params(p), out_root=tmp_path / "eval")["benchmarks"][str(bench)]
+    assert s["coder_alone_n_samples"] == 1 and s["efficiency"]["n_samples"] == 9
+    assert s["collaboration_gain"] == pytest.approx(s["pass_at_1"] - s["coder_alone_pass_at_1"])
+
+
 def _write_params(tmp_path, ckpt, bench):
     p = tmp_path / "params.yaml"
     p.write_text(json.dumps({
