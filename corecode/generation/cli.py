@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         name: str | None = typer.Option(None, help="Model id reported by /v1/models (default: the directory name)."),
         max_batch_size: int = typer.Option(64, help="Sequences per forward batch."),
         max_tokens: int = typer.Option(256, help="Default max_tokens when a request gives none."),
-        fast_path: str = typer.Option("auto", help="auto|static|continuous|off (see generation.fast_path)."),
+        fast_path: str = typer.Option("auto", help="auto|static|lean|continuous|off (see generation.fast_path)."),
         dtype: str = typer.Option("auto", help="auto|float32|bfloat16|float16."),
         device: str = typer.Option("auto", help="auto|cpu|cuda|cuda:N."),
     ) -> None:

@@ -23,11 +23,13 @@ class GenerationParams(BaseModel):
         None, description="Wrap each prompt as a user chat message with the tokenizer's chat template. None (auto): "
         "when the tokenizer has a template (hub instruct models yes, embedded model no)."
     )
-    fast_path: Literal["auto", "static", "continuous", "off"] = Field(
-        "auto", description="transformers backend on GPU: 'static' = static KV cache + torch.compile'd decode step "
+    fast_path: Literal["auto", "static", "lean", "continuous", "off"] = Field(
+        "auto", description="transformers backend: 'static' (GPU) = static KV cache + torch.compile'd decode step "
         "(batch padded to a power of two, prompt/cache lengths rounded up: shapes, hence compiled graphs, are reused); "
-        "'continuous' = transformers continuous batching (generate_batch); 'off' = plain generate; 'auto' = static "
-        "on CUDA (measured faster, docs/benchmarks.md), off on CPU."
+        "'lean' (CPU) = corecode's eager decode loop for Llama/Qwen2-shaped models (no generate overhead, finished "
+        "rows dropped; other models fall back to 'off'); 'continuous' = transformers continuous batching "
+        "(generate_batch); 'off' = plain generate; 'auto' = static on CUDA, lean elsewhere (both measured faster, "
+        "docs/benchmarks.md)."
     )
     pad_to_multiple_of: int = Field(
         64, gt=0, description="Static fast path: prompt lengths and KV cache length rounded up to this many tokens."

@@ -16,6 +16,7 @@ is measured by benchmarks/generation_throughput.py (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 from pathlib import Path
@@ -59,11 +60,12 @@ def _grouped_decode_attention(module, query, key, value, attention_mask, scaling
 
 
 def _pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, is_eos: torch.Tensor,
-                 block_eos: bool) -> torch.Tensor:
+                 block_eos: bool, uniform: torch.Tensor | None = None) -> torch.Tensor:
     """Next token per row, as ``generate``'s logits processors + sampling do: EOS masked while ``min_new_tokens`` is
     not reached, greedy at temperature 0, else temperature, top-p (transformers' TopPLogitsWarper arithmetic) and a
     draw. The draw is Gumbel-max (argmax of logits + Gumbel noise), which samples exactly softmax(logits) without
-    ``torch.multinomial``'s host-side checks, so it can sit inside a CUDA graph."""
+    ``torch.multinomial``'s host-side checks, so it can sit inside a CUDA graph. ``uniform`` (same shape as
+    ``logits``) supplies the draw's uniforms instead of the global RNG (``LeanDecoder``'s per-row streams)."""
     logits = logits.float()
     if block_eos:
         logits = logits.masked_fill(is_eos, float("-inf"))
@@ -75,7 +77,7 @@ def _pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, is_eos:
         remove = sorted_logits.softmax(-1).cumsum(-1) <= (1 - top_p)
         remove[..., -1:] = False  # keep at least the most likely token
         logits = logits.masked_fill(remove.scatter(1, order, remove), float("-inf"))
-    u = torch.rand_like(logits).clamp_(min=1e-20)
+    u = (torch.rand_like(logits) if uniform is None else uniform.float()).clamp_(min=1e-20)
     return (logits - torch.log(-torch.log(u))).argmax(-1)
 
 
@@ -234,14 +236,15 @@ class TransformersGenerator:
         self.use_chat_template = (
             getattr(tokenizer, "chat_template", None) is not None if use_chat_template is None else use_chat_template
         )
-        if fast_path not in ("auto", "static", "continuous", "off"):
-            raise ValueError(f"fast_path must be auto|static|continuous|off, got {fast_path!r}")
+        if fast_path not in ("auto", "static", "lean", "continuous", "off"):
+            raise ValueError(f"fast_path must be auto|static|lean|continuous|off, got {fast_path!r}")
         self.fast_path = fast_path
         self.pad_to_multiple_of = pad_to_multiple_of
         eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else []
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
         self.eos_ids.discard(None)
         self._decoder: _StaticDecoder | None = None  # built on the first static-path call
+        self._lean = None  # LeanDecoder, built on the first lean-path call
         self.grouped_decode_attention = True  # benchmarks switch it off to measure transformers' sdpa path
 
     # ------------------------------------------------------------------------------------------------------ helpers
@@ -251,9 +254,17 @@ class TransformersGenerator:
 
     @property
     def mode(self) -> str:
-        """The path actually taken: 'static', 'continuous' or 'off' ('auto' resolves to static on CUDA only)."""
+        """The path actually taken: 'static', 'lean', 'continuous' or 'off'. 'auto' resolves to static on CUDA and
+        to lean elsewhere when the model is Llama-shaped (``LeanDecoder.supports``); 'lean' falls back to 'off' for
+        other models."""
+        from corecode.generation.lean_decode import LeanDecoder
+
         if self.fast_path == "auto":
-            return "static" if self.device.type == "cuda" else "off"
+            if self.device.type == "cuda":
+                return "static"
+            return "lean" if LeanDecoder.supports(self.model) else "off"
+        if self.fast_path == "lean" and not LeanDecoder.supports(self.model):
+            return "off"
         return self.fast_path
 
     def render(self, prompt: str) -> str:
@@ -327,6 +338,7 @@ class TransformersGenerator:
         owners = [i for i in range(len(texts)) for _ in range(params.n)]
         flat = [texts[i] for i in owners]
         results: list[list[Completion]] = [[] for _ in prompts]
+        seeds = self._row_seeds(texts, params) if params.seed is not None and self.mode == "lean" else None
         was_training = self.model.training
         self.model.eval()
         try:
@@ -339,15 +351,35 @@ class TransformersGenerator:
                     completions = []
                     for c, start in enumerate(range(0, len(flat), self.max_batch_size)):
                         chunk = flat[start : start + self.max_batch_size]
-                        completions += self._generate_chunk(chunk, params, chunk_index=c)
+                        completions += self._generate_chunk(
+                            chunk, params, chunk_index=c,
+                            seeds=None if seeds is None else seeds[start : start + self.max_batch_size])
         finally:
             self.model.train(was_training)
         for owner, comp in zip(owners, completions):
             results[owner].append(comp)
         return results
 
-    def _generate_chunk(self, texts: list[str], params: SamplingParams, chunk_index: int) -> list[Completion]:
+    @staticmethod
+    def _row_seeds(texts: list[str], params: SamplingParams) -> list[int]:
+        """One seed per flattened row (prompt x sample), from the call's seed, the prompt text, the sample index
+        and which repeat of that text the prompt is: the same problem gets the same random stream in every model and
+        every batch (common random numbers, ``LeanDecoder.run``), different rows get independent ones."""
+        seen: dict[str, int] = {}
+        seeds = []
+        for text in texts:
+            repeat = seen.get(text, 0)
+            seen[text] = repeat + 1
+            for j in range(params.n):
+                digest = hashlib.sha256(f"{params.seed}\0{repeat}\0{j}\0{text}".encode()).digest()
+                seeds.append(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+        return seeds
+
+    def _generate_chunk(self, texts: list[str], params: SamplingParams, chunk_index: int,
+                        seeds: list[int] | None = None) -> list[Completion]:
         ids, max_new = self._encode(texts, params.max_new_tokens)
+        if self.mode == "lean":
+            return self._decode_lean(ids, max_new, params, chunk_index, seeds)
         static = self.mode == "static"
         rows = len(ids)
         if static:  # few batch shapes (powers of two up to max_batch_size) -> compiled decode graphs are reused
@@ -427,6 +459,36 @@ class TransformersGenerator:
                 block_eos=params.ignore_eos, stop_check=stop_check,
             )
         return [self._finish(self._cut_at_stop(ids, stops), params) for ids in out[:rows].tolist()]
+
+    def _decode_lean(self, ids: list[list[int]], max_new: int, params: SamplingParams, chunk_index: int,
+                     seeds: list[int] | None) -> list[Completion]:
+        """The CPU path (``LeanDecoder``): plain left padding, finished rows dropped as the batch goes; with a
+        seed, one random stream per row (``_row_seeds``)."""
+        from corecode.generation.lean_decode import LeanDecoder
+
+        if self._lean is None or self._lean.model is not self.model:
+            self._lean = LeanDecoder(self.model)
+        enc = self.tokenizer.pad({"input_ids": ids}, padding=True, padding_side="left",
+                                 return_tensors="pt").to(self.device)
+        stops = [x for x in params.stop if x]
+        tok = self.tokenizer
+
+        def stop_check(so_far: torch.Tensor, finished: torch.Tensor) -> None:
+            flags = finished.tolist()
+            hit = [r for r, (row, d) in enumerate(zip(so_far.tolist(), flags))
+                   if not d and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)]
+            if hit:
+                finished[hit] = True
+
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
+            if params.seed is not None:
+                torch.manual_seed(params.seed + chunk_index)
+            out = self._lean.run(enc["input_ids"], enc["attention_mask"], max_new, pad_id=tok.pad_token_id,
+                                 eos_ids=self.eos_ids, temperature=params.temperature, top_p=params.top_p,
+                                 block_eos=params.ignore_eos, stop_check=stop_check if stops else None,
+                                 row_seeds=seeds)
+        return [self._finish(self._cut_at_stop(row, stops), params) for row in out.tolist()]
 
     def _cut_at_stop(self, ids: list[int], stops: list[str]) -> list[int]:
         """The shortest prefix of ``ids`` whose text contains a stop string (where ``generate``'s ``stop_strings``

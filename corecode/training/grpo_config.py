@@ -80,6 +80,10 @@ class GRPOParams(BaseModel):
                                                               "overlaps generation of the next.")
     static_cache: bool = Field(False, description="Static KV cache in generate, compiled by transformers (GPU: "
                                                   "3.1x faster team step on H200, see docs/benchmarks.md; CPU: off).")
+    lean_decode: bool | None = Field(
+        None, description="Sample rollouts with corecode's eager decode loop (corecode.generation.lean_decode: no "
+        "generate overhead, finished rows dropped) instead of generate. null (auto): on CPU for Llama/Qwen2-shaped "
+        "models (measured faster there, docs/benchmarks.md); true: wherever the model is supported; false: generate.")
 
     # Optimisation (TRL GRPOConfig names)
     max_steps: int = Field(4, ge=1, description="Optimizer steps (each step = one rollout batch).")
@@ -88,6 +92,10 @@ class GRPOParams(BaseModel):
     warmup_steps: int = Field(0, ge=0, description="Scheduler warmup steps.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping per role.")
+    num_iterations: int = Field(
+        1, ge=1, description="Optimizer steps per rollout batch (TRL's num_iterations, DeepSeekMath's mu); later ones "
+        "clip the ratio against the sampling policy's log-probs. Generation is most of a CPU step, so mu > 1 buys "
+        "gradient steps for little time (docs/benchmarks.md). The scheduler counts max_steps x num_iterations.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
     loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("grpo", description="TRL loss aggregation variant.")
     beta: float = Field(0.0, ge=0, description="KL coefficient to the frozen SFT policy (0: no reference model).")

@@ -24,6 +24,9 @@ class Sample:
 
     prompt_ids: list[int]
     completion: Completion
+    # Per-token log-probs under the policy that sampled it, kept when the batch serves several optimizer steps
+    # (num_iterations > 1): the "old" policy of the clipped ratio.
+    old_logps: torch.Tensor | None = None
 
 
 def _completion_ids(row: list[int], eos_id: int | None, pad_id: int | None) -> tuple[list[int], str]:
@@ -40,25 +43,36 @@ def _completion_ids(row: list[int], eos_id: int | None, pad_id: int | None) -> t
 def generate_chunks(
     model, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, temperature: float = 1.0,
     top_p: float = 1.0, chunk_size: int = 16, do_sample: bool = True, static_cache: bool = False,
+    lean_decode: bool | None = False,
 ) -> Iterator[list[list[Sample]]]:
     """Yield, chunk by chunk of prompts, ``n`` samples per prompt (so a caller can score a chunk while the next one
-    is generated). Left padding; the model's own RNG stream (torch global) drives sampling."""
+    is generated). Left padding; the model's own RNG stream (torch global) drives sampling. ``lean_decode``
+    samples with ``LeanDecoder`` instead of ``generate`` (None: on CPU only)."""
+    from corecode.generation.lean_decode import LeanDecoder
+
     was_training = model.training
     model.eval()
     eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
     extra = {"cache_implementation": "static"} if static_cache else {}
+    use_lean = (lean_decode or (lean_decode is None and model.device.type == "cpu")) and LeanDecoder.supports(model)
+    lean = LeanDecoder(model) if use_lean else None
     try:
         for start in range(0, len(prompts), chunk_size):
             chunk = list(prompts[start : start + chunk_size])
             # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
             enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
                             pad_to_multiple_of=64 if static_cache else None).to(model.device)
-            out = model.generate(
-                **enc, max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=n,
-                temperature=temperature if do_sample else None, top_p=top_p if do_sample else None, top_k=None,
-                pad_token_id=pad_id, eos_token_id=eos_id, **extra,
-            )
-            gen = out[:, enc["input_ids"].shape[1] :].tolist()
+            if lean is not None:
+                gen = lean.run(enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0),
+                               max_new_tokens, pad_id=pad_id, eos_ids={eos_id}, temperature=temperature if do_sample
+                               else 0.0, top_p=top_p).tolist()
+            else:
+                out = model.generate(
+                    **enc, max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=n,
+                    temperature=temperature if do_sample else None, top_p=top_p if do_sample else None, top_k=None,
+                    pad_token_id=pad_id, eos_token_id=eos_id, **extra,
+                )
+                gen = out[:, enc["input_ids"].shape[1] :].tolist()
             prompt_rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"], enc["attention_mask"])]
             result: list[list[Sample]] = []
             for i, p_ids in enumerate(prompt_rows):
@@ -115,6 +129,7 @@ class LossConfig:
 def policy_loss_backward(
     model, samples: Sequence[Sample], advantages: torch.Tensor, cfg: LossConfig, pad_id: int,
     micro_batch_size: int, ref_model=None, backward=None, skip_zero_advantage: bool = False,
+    record_old: bool = False,
 ) -> dict[str, float]:
     """Accumulate the gradient of TRL's GRPO loss over micro-batches of ``samples`` (one optimizer step's worth).
 
@@ -127,6 +142,10 @@ def policy_loss_backward(
     backward passes are skipped; the normalisers still count them, so the gradient is the same. TRL computes them
     anyway. Only for one process without KL (DDP/FSDP ranks must run the same number of backward passes); entropy is
     then the token mean over the sequences that were run.
+
+    Several optimizer steps on one batch (TRL's ``num_iterations``): the first call passes ``record_old`` and keeps
+    each run sample's log-probs (before any update: the sampling policy) in ``Sample.old_logps``; later calls find
+    them there and the ratio is taken against them, as TRL's ``old_per_token_logps``.
     """
     backward = backward or (lambda loss: loss.backward())
     device = next(model.parameters()).device
@@ -145,7 +164,16 @@ def policy_loss_backward(
         mask = batch["completion_mask"].float()
         adv = advantages[idx].to(device).float().unsqueeze(1)
         logps, entropies = per_token_logps(model, batch, cfg.temperature, with_entropy=True)
-        old = logps.detach()  # one gradient step per rollout (num_iterations=1): ratio 1, TRL's shortcut
+        if all(samples[i].old_logps is not None for i in idx):
+            old = torch.zeros_like(logps)
+            for j, i in enumerate(idx):
+                old[j, : len(samples[i].old_logps)] = samples[i].old_logps.to(device)
+        else:
+            old = logps.detach()  # first step on this batch: the ratio is 1 (TRL's shortcut for num_iterations=1)
+            if record_old:
+                lengths = batch["completion_mask"].sum(-1).clamp(min=1).tolist()
+                for j, i in enumerate(idx):
+                    samples[i].old_logps = old[j, : int(lengths[j])].cpu()
         coef_1 = torch.exp(logps - old)
         coef_2 = torch.clamp(coef_1, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
         per_token_loss = -torch.min(coef_1 * adv, coef_2 * adv)

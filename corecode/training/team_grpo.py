@@ -190,7 +190,7 @@ class _TwoRoleTrainer:
                 self.samplers.update({n: sampler for n in (self.role_names if self.shared is not None else [name])})
             opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
             sch = get_scheduler(params.lr_scheduler_type, opt, num_warmup_steps=params.warmup_steps,
-                                num_training_steps=params.max_steps)
+                                num_training_steps=params.max_steps * params.num_iterations)
             model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
@@ -280,21 +280,23 @@ class _TwoRoleTrainer:
         r = self.roles[role]
         model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
         return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.p.temperature, self.p.top_p,
-                               self.p.generation_batch_size, do_sample=not greedy, static_cache=self.p.static_cache)
+                               self.p.generation_batch_size, do_sample=not greedy, static_cache=self.p.static_cache,
+                               lean_decode=self.p.lean_decode)
 
     def gather(self, values: torch.Tensor) -> torch.Tensor:
         """All processes' values (for logging); collectives need the tensor on the accelerator's device."""
         return self.acc.gather(values.to(self.acc.device)).cpu()
 
     # -- update -------------------------------------------------------------------------------------------------------
-    def update(self, role: str, samples: list[Sample], advantages: torch.Tensor) -> dict[str, float]:
+    def update(self, role: str, samples: list[Sample], advantages: torch.Tensor,
+               record_old: bool = False) -> dict[str, float]:
         self.activate(role)
         r = self.roles[role]
         cfg = copy.copy(self.loss_cfg)
         cfg.max_completion_length = r.max_new_tokens
         stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
                                      self.p.micro_batch_size, r.ref_model, backward=self.acc.backward,
-                                     skip_zero_advantage=self.acc.num_processes == 1)
+                                     skip_zero_advantage=self.acc.num_processes == 1, record_old=record_old)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
             # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
             norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm)
@@ -331,10 +333,12 @@ class _TwoRoleTrainer:
         t0 = time.perf_counter()
         timer: dict[str, float] = {}
         per_role, metrics = self.rollout(self.batch_problems(step), timer)
+        mu = self.p.num_iterations
         for role in self.updating(step):
             samples, adv = per_role[role]
-            for k, v in self.update(role, samples, adv).items():
-                metrics[f"{role}/{k}"] = v
+            for it in range(mu):  # several optimizer steps on one batch: stats are their means
+                for k, v in self.update(role, samples, adv, record_old=mu > 1 and it == 0).items():
+                    metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / mu
         dt = time.perf_counter() - t0
         new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples)
         metrics.update(step_time_s=dt, tokens_per_s=new_tokens / dt, generation_s=timer.get("generation_s", 0.0),

@@ -12,7 +12,8 @@ PROMPTS = ["def f(x):\n", "def g(y):\n"]
 
 @pytest.fixture(scope="module")
 def gen(tiny_ckpt):
-    return TransformersGenerator(str(tiny_ckpt), max_batch_size=64)
+    # plain generate: the reference the fast paths are held to (the CPU default, "lean", in test_lean_decode.py)
+    return TransformersGenerator(str(tiny_ckpt), max_batch_size=64, fast_path="off")
 
 
 def test_greedy_stops_at_eos_with_token_ids(gen):

@@ -80,3 +80,41 @@ def test_all_zero_advantages_skip_every_pass_and_leave_zero_gradients():
                          skip_zero_advantage=True)
     assert calls == []  # no forward/backward ran
     assert all(p.grad is not None and not p.grad.any() for p in m.parameters())
+
+
+def test_later_iterations_clip_against_the_sampling_policy():
+    # num_iterations > 1: the first pass keeps each sample's log-probs (the sampling policy); after the policy moved,
+    # the ratio is taken against them, so a sample pushed far past 1 + epsilon in its advantage's direction is
+    # clipped (no gradient), where a fresh ratio of 1 would still pull on it.
+    import copy
+
+    from corecode.training.rollout import collate, per_token_logps
+
+    m = _model()
+    samples = copy.deepcopy(SAMPLES)
+    cfg = LossConfig("grpo", max_completion_length=10)
+    first = policy_loss_backward(m, samples, ADV, cfg, 0, 8, record_old=True)
+    with torch.no_grad():
+        ref, _ = per_token_logps(m, collate(samples, 0, "cpu"))
+    assert [len(s.old_logps) for s in samples] == [3, 1]
+    torch.testing.assert_close(samples[0].old_logps, ref[0, :3])
+    torch.testing.assert_close(samples[1].old_logps, ref[1, :1])
+    # move the policy: plain gradient ascent on the advantage-weighted objective until the ratios leave [0.8, 1.2]
+    opt = torch.optim.SGD(m.parameters(), lr=0.2)
+    for _ in range(200):
+        opt.step()
+        opt.zero_grad()
+        policy_loss_backward(m, copy.deepcopy(SAMPLES), ADV, cfg, 0, 8)
+        with torch.no_grad():
+            now, _ = per_token_logps(m, collate(samples, 0, "cpu"))
+        if (now - ref)[0, :3].min() > 0.3 and (now - ref)[1, 0] < -0.3:
+            break
+    ratio = (now - ref).exp()
+    assert ratio[0, :3].min() > 1.2 and ratio[1, 0] < 0.8  # both samples moved past the clip range their way
+    m.zero_grad()
+    later = policy_loss_backward(m, samples, ADV, cfg, 0, 8)
+    assert all(p.grad is None or not p.grad.any() for p in m.parameters())  # everything clipped
+    assert later["loss"] != pytest.approx(first["loss"])
+    m.zero_grad()
+    policy_loss_backward(m, copy.deepcopy(SAMPLES), ADV, cfg, 0, 8)  # without old log-probs: ratio 1, full gradient
+    assert any(p.grad is not None and p.grad.any() for p in m.parameters())

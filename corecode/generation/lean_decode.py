@@ -1,0 +1,194 @@
+"""``LeanDecoder``: sampling for small Llama/Qwen2-shaped decoders on CPU, without ``generate``'s per-token overhead.
+
+Why it exists: for the embedded default (a 2M-parameter Qwen2) a decode step of 32 rows is about 2 ms of matrix work,
+but ``model.generate`` spends another 6-8 ms per token in Python (logits processors, stopping criteria, cache
+objects, mask building in every layer), and ``torch.compile`` removes that only after a 25-30 s cold compile per
+shape on this CPU (docs/benchmarks.md, "CPU decode"). Neither transformers nor TRL has an eager decode loop that
+skips this machinery, so this one is written here; it is kept small by reusing the model's own modules (projections,
+norms, MLP, rotary embedding and ``apply_rotary_pos_emb``): only the attention over our preallocated KV buffers and
+the loop are new. Rows that finish are dropped from the batch (their KV rows too) once a quarter of it is done,
+so a batch costs its live rows, not its longest row.
+
+The prompt is prefilled by the model's own forward (transformers' masks and attention), so only the one-token decode
+step is re-stated; tests check its logits against the model's forward and its greedy output against ``generate``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache
+
+from corecode.generation.hf import _pick_tokens
+
+# Compact the batch (drop finished rows from the KV buffers) once this fraction of its rows is finished: copying the
+# buffers costs about one decode step, so compacting after every finished row would cost more than it saves.
+_COMPACT_AT = 0.25
+# Steps between two looks at stop strings (decoding text is slow); EOS is checked every step.
+_STOP_EVERY = 16
+
+
+def _decoder_parts(model):
+    """(causal LM, its decoder stack) under a peft wrapper, or None."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "model", None)
+    if inner is None or not hasattr(inner, "layers") or not hasattr(base, "lm_head"):
+        return None
+    return base, inner
+
+
+class LeanDecoder:
+    """Sample continuations of left-padded prompts with one model, on its device (meant for CPU)."""
+
+    def __init__(self, model):
+        parts = _decoder_parts(model)
+        if parts is None or not self.supports(model):
+            raise ValueError(f"LeanDecoder does not support {type(model).__name__}")
+        self.model = model
+        self.base, self.inner = parts
+        attn = self.inner.layers[0].self_attn
+        self.apply_rope = sys.modules[type(attn).__module__].apply_rotary_pos_emb
+        # transformers >= 5.x renames the forward's cache argument (``past_key_values`` -> ``cache``)
+        self.cache_kw = "cache" if "cache" in inspect.signature(self.base.forward).parameters else "past_key_values"
+
+    @staticmethod
+    def supports(model) -> bool:
+        """Decoder-only, full causal attention in every layer, Llama-style layers (q/k/v/o projections, pre-norms,
+        one MLP module) and a rotary embedding on the decoder stack: Qwen2, Qwen3, Llama, Mistral without windows."""
+        parts = _decoder_parts(model)
+        cfg = getattr(model, "config", None)
+        if parts is None or cfg is None or getattr(cfg, "is_encoder_decoder", False):
+            return False
+        _, inner = parts
+        if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or [])):
+            return False
+        if getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True):
+            return False
+        if not hasattr(inner, "rotary_emb") or not hasattr(inner, "norm"):
+            return False
+        layer = inner.layers[0]
+        attn = getattr(layer, "self_attn", None)
+        needed = ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling")
+        if attn is None or not all(hasattr(attn, n) for n in needed):
+            return False
+        if not (hasattr(layer, "input_layernorm") and hasattr(layer, "post_attention_layernorm") and
+                hasattr(layer, "mlp")):
+            return False
+        return hasattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb")
+
+    # ---------------------------------------------------------------------------------------------------- one step
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, slot: int, keys: list[torch.Tensor],
+             values: list[torch.Tensor], keep: torch.Tensor) -> torch.Tensor:
+        """Logits [rows, vocab] for one new token per row at ``positions``; its K/V are written at buffer ``slot``
+        and attention sees the buffer slots up to ``slot`` where ``keep`` is True."""
+        rows = tokens.shape[0]
+        x = self.inner.embed_tokens(tokens)[:, None, :]  # [rows, 1, hidden]
+        cos, sin = self.inner.rotary_emb(x, positions[:, None])
+        mask = keep[:, None, None, : slot + 1]
+        for layer, k_buf, v_buf in zip(self.inner.layers, keys, values):
+            attn = layer.self_attn
+            h = layer.input_layernorm(x)
+            shape = (rows, 1, -1, attn.head_dim)
+            q = attn.q_proj(h).view(shape).transpose(1, 2)  # [rows, heads, 1, head_dim]
+            k = attn.k_proj(h).view(shape).transpose(1, 2)
+            v = attn.v_proj(h).view(shape).transpose(1, 2)
+            if hasattr(attn, "q_norm"):  # Qwen3
+                q, k = attn.q_norm(q), attn.k_norm(k)
+            q, k = self.apply_rope(q, k, cos, sin)
+            k_buf[:, :, slot] = k[:, :, 0]
+            v_buf[:, :, slot] = v[:, :, 0]
+            n_kv = k_buf.shape[1]
+            # One query token: the query heads of a KV group become that group's query positions, so grouped-query
+            # attention needs no repeated K/V (see hf._grouped_decode_attention).
+            out = F.scaled_dot_product_attention(
+                q.reshape(rows, n_kv, -1, attn.head_dim), k_buf[:, :, : slot + 1], v_buf[:, :, : slot + 1],
+                attn_mask=mask, scale=attn.scaling)
+            x = x + attn.o_proj(out.reshape(rows, 1, -1))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.base.lm_head(self.inner.norm(x))[:, 0].float()
+
+    def prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new: int):
+        """Run the prompts through the model's own forward; return last logits, KV buffers with room for
+        ``max_new`` tokens, the attention keep-mask over the buffers and each row's next position."""
+        rows, plen = input_ids.shape
+        positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                            use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
+        keys, values = [], []
+        for layer in cache.layers:
+            k = layer.keys.new_zeros(rows, layer.keys.shape[1], plen + max_new, layer.keys.shape[-1])
+            v = layer.values.new_zeros(rows, layer.values.shape[1], plen + max_new, layer.values.shape[-1])
+            k[:, :, :plen], v[:, :, :plen] = layer.keys, layer.values
+            keys.append(k)
+            values.append(v)
+        keep = torch.zeros(rows, plen + max_new, dtype=torch.bool, device=input_ids.device)
+        keep[:, :plen] = attention_mask.bool()
+        return logits, keys, values, keep, positions[:, -1] + 1
+
+    # ----------------------------------------------------------------------------------------------------- the loop
+    @torch.no_grad()
+    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new: int, pad_id: int,
+            eos_ids: set[int], temperature: float, top_p: float, block_eos: bool = False,
+            stop_check: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
+            row_seeds: Sequence[int] | None = None) -> torch.Tensor:
+        """Generated ids [rows, <= max_new], ``pad_id`` after a row's EOS. Sampling is ``hf._pick_tokens`` (the
+        distribution ``generate`` samples) with the torch global RNG, or with ``row_seeds``: one random stream per
+        row (common random numbers). A row's sample then depends only on its seed, prompt and model, not on the
+        batch it shares or on when other rows finish; two models sampled with the same seeds draw the same noise,
+        so a paired comparison of the two sees their differences rather than sampling noise (docs/evaluation.md).
+        ``stop_check(ids_so_far, finished)`` may mark rows finished (stop strings); it sees every original row."""
+        rows, plen = input_ids.shape
+        dev = input_ids.device
+        out = torch.full((rows, max(max_new, 0)), pad_id, dtype=torch.long, device=dev)
+        if max_new < 1:
+            return out
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            logits, keys, values, keep, positions = self.prefill(input_ids, attention_mask, max_new)
+            is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=dev)
+            is_eos[[i for i in eos_ids if i < logits.shape[-1]]] = True
+            streams = None
+            if row_seeds is not None and temperature > 0:
+                if len(row_seeds) != rows:
+                    raise ValueError(f"row_seeds: {len(row_seeds)} seeds for {rows} rows")
+                streams = [torch.Generator(device=dev).manual_seed(int(x)) for x in row_seeds]
+            vocab = logits.shape[-1]
+
+            def uniforms(buffer_rows: torch.Tensor) -> torch.Tensor | None:
+                if streams is None:
+                    return None
+                return torch.stack([torch.rand(vocab, generator=streams[r], device=dev) for r in buffer_rows.tolist()])
+
+            live = torch.arange(rows, device=dev)  # original row of each buffer row
+            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live))
+            out[:, 0] = tok
+            finished = is_eos[tok]  # per original row
+            n = 1
+            for i in range(1, max_new):
+                if stop_check is not None and i % _STOP_EVERY == 0:
+                    stop_check(out[:, :i], finished)
+                done_live = finished[live]
+                if bool(done_live.all()):
+                    break
+                if done_live.float().mean() >= _COMPACT_AT:
+                    idx = (~done_live).nonzero().squeeze(1)
+                    keys, values = [k[idx] for k in keys], [v[idx] for v in values]
+                    keep, positions, tok, live = keep[idx], positions[idx], tok[idx], live[idx]
+                slot = plen + i - 1
+                keep[:, slot] = True
+                logits = self.step(tok, positions, slot, keys, values, keep)
+                positions = positions + 1
+                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live))
+                tok = torch.where(finished[live], pad_id, tok)
+                out[live, i] = tok
+                finished[live] |= is_eos[tok]
+                n = i + 1
+        finally:
+            self.model.train(was_training)
+        return out[:, :n]

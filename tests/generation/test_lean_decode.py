@@ -1,0 +1,136 @@
+"""corecode's CPU decode loop (``LeanDecoder``) against transformers itself: the same logits as the model's forward
+(Qwen2, Llama with GQA, Qwen3 norms, a LoRA-wrapped model), the same greedy text as ``generate``, and per-row random
+streams that make a row's sample independent of its batch."""
+
+import pytest
+import torch
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+
+from conftest import F_BODY, G_BODY
+from corecode.generation import lean_decode
+from corecode.generation.base import SamplingParams
+from corecode.generation.hf import TransformersGenerator
+from corecode.generation.lean_decode import LeanDecoder
+
+SHAPE = dict(hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+             vocab_size=97, max_position_embeddings=128)
+
+
+def _model(kind: str):
+    torch.manual_seed(0)
+    if kind == "qwen2":
+        m = Qwen2ForCausalLM(Qwen2Config(**SHAPE, tie_word_embeddings=True))
+    elif kind == "llama":
+        m = LlamaForCausalLM(LlamaConfig(**SHAPE, rope_theta=500.0))
+    elif kind == "qwen3":
+        m = Qwen3ForCausalLM(Qwen3Config(**SHAPE, head_dim=8))
+    elif kind == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        m = get_peft_model(Qwen2ForCausalLM(Qwen2Config(**SHAPE)), LoraConfig(r=4, target_modules=["q_proj", "v_proj",
+                                                                                                      "down_proj"]))
+        for n, p in m.named_parameters():  # LoRA B starts at zero: make the adapter matter
+            if "lora_B" in n:
+                torch.nn.init.normal_(p, std=0.2)
+    return m.eval()
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama", "qwen3", "lora"])
+def test_decode_step_logits_equal_the_models_forward(kind):
+    # Teacher forcing over left-padded prompts of different lengths: every decode step's logits must equal the full
+    # forward of the model over prompt + tokens so far (rotary positions, padding mask, GQA, KV buffers).
+    model = _model(kind)
+    assert LeanDecoder.supports(model)
+    dec = LeanDecoder(model)
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, 97, (3, 9), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, :4], mask[1, :1] = 0, 0  # left padding
+    follow = torch.randint(3, 97, (3, 5), generator=g)
+    with torch.no_grad():
+        logits, keys, values, keep, positions = dec.prefill(ids, mask, max_new=5)
+        for t in range(follow.shape[1]):
+            full_ids = torch.cat([ids, follow[:, : t + 1]], 1)
+            full_mask = torch.cat([mask, torch.ones(3, t + 1, dtype=mask.dtype)], 1)
+            pos = (full_mask.cumsum(-1) - 1).clamp(min=0)
+            ref = model(input_ids=full_ids, attention_mask=full_mask, position_ids=pos).logits[:, -1]
+            slot = ids.shape[1] + t
+            keep[:, slot] = True
+            got = dec.step(follow[:, t], positions, slot, keys, values, keep)
+            positions = positions + 1
+            torch.testing.assert_close(got, ref.float(), rtol=1e-4, atol=1e-4)
+
+
+def test_unsupported_models_fall_back_to_generate(tiny_ckpt):
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=50))
+    assert not LeanDecoder.supports(gpt2)
+    windowed = Qwen2ForCausalLM(Qwen2Config(**SHAPE, use_sliding_window=True, sliding_window=16))
+    assert not LeanDecoder.supports(windowed)
+    with pytest.raises(ValueError, match="does not support"):
+        LeanDecoder(gpt2)
+    gen = TransformersGenerator(str(tiny_ckpt), fast_path="lean")
+    assert gen.mode == "lean"
+    gen.model = gpt2
+    assert gen.mode == "off"
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_ckpt):
+    return TransformersGenerator(str(tiny_ckpt), fast_path="off")
+
+
+@pytest.fixture(scope="module")
+def lean(tiny_ckpt):
+    g = TransformersGenerator(str(tiny_ckpt), fast_path="auto", max_batch_size=4)
+    assert g.mode == "lean"  # auto on CPU, Qwen2-shaped embedded model
+    return g
+
+
+def test_greedy_output_equals_generate_with_stops_lengths_and_ignore_eos(lean, plain):
+    prompts = ["def f(x):\n", "def g(y):\n", "def", "def f(x):\n    return"]
+    for sp in (SamplingParams(n=2, max_new_tokens=40, temperature=0),
+               SamplingParams(max_new_tokens=40, temperature=0, stop=["\n", "return"]),
+               SamplingParams(max_new_tokens=5, temperature=0),
+               SamplingParams(max_new_tokens=30, temperature=0, ignore_eos=True)):
+        assert lean.generate(prompts, sp) == plain.generate(prompts, sp), sp
+    (f,), (g,) = lean.generate(prompts[:2], SamplingParams(max_new_tokens=40, temperature=0))[:2]
+    assert (f.text, g.text) == (F_BODY, G_BODY) and f.finish_reason == "stop"
+
+
+def test_compaction_does_not_change_results(lean, monkeypatch):
+    prompts = ["def f(x):\n", "def g(y):\n", "def", "x"]
+    sp = SamplingParams(n=3, max_new_tokens=30, temperature=1.5, seed=5)
+    compacted = lean.generate(prompts, sp)
+    monkeypatch.setattr(lean_decode, "_COMPACT_AT", 2.0)  # never drop finished rows
+    assert lean.generate(prompts, sp) == compacted
+    lens = {c.num_tokens for cs in compacted for c in cs}
+    assert len(lens) > 1  # rows did finish at different steps
+
+
+def test_seeded_rows_are_common_random_numbers(lean, tiny_ckpt):
+    # A row's sample depends on its seed, prompt and sample index only: alone, in another batch, in another order,
+    # or with another chunk size, it is the same; different samples of a prompt and different seeds differ.
+    prompts = ["def f(x):\n", "def g(y):\n", "def", "def f"]
+    sp = SamplingParams(n=3, max_new_tokens=20, temperature=3.0, seed=11)
+    state = torch.get_rng_state()
+    batch = lean.generate(prompts, sp)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's RNG (training) is untouched
+    assert [lean.generate([p], sp)[0] for p in prompts] == batch
+    assert lean.generate(prompts[::-1], sp)[::-1] == batch
+    other = TransformersGenerator(str(tiny_ckpt), fast_path="lean", max_batch_size=64)
+    assert other.generate(prompts, sp) == batch
+    assert len({c.text for c in batch[2]}) > 1
+    assert lean.generate(prompts, SamplingParams(n=3, max_new_tokens=20, temperature=3.0, seed=12)) != batch
+    # the same prompt twice in one call: two independent draws, not one repeated
+    twice = lean.generate(["def", "def"], SamplingParams(n=1, max_new_tokens=20, temperature=3.0, seed=11))
+    assert twice[0] == batch[2][:1] and twice[1] != twice[0]
+
+
+def test_unseeded_sampling_follows_the_global_rng(lean):
+    sp = SamplingParams(n=2, max_new_tokens=12, temperature=5.0)
+    torch.manual_seed(0)
+    a = lean.generate(["def"], sp)
+    torch.manual_seed(0)
+    assert lean.generate(["def"], sp) == a
+    assert len({c.text for c in a[0]}) > 1
