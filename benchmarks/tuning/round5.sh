@@ -7,7 +7,7 @@ set -u
 R=${R:-$OUT}; ROOT=$PWD; W=/tmp/sw5; mkdir -p $W
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=1 PYTHONPATH=$ROOT:${PYTHONPATH:-}
 CLI="python3 -m corecode.cli"
-G="--set tracking.enabled=false --set sandbox.isolation=unshare --set sandbox.python=${SBX_PY:-$(command -v python3)} --set sandbox.workers=1 --set model.dtype=float32 --set evaluate.benchmarks=[composite_test] --set grpo.eval_steps=0"
+G="--set tracking.enabled=false --set sandbox.isolation=unshare --set sandbox.python=${SBX_PY:-$(command -v python3)} --set sandbox.workers=1 --set model.dtype=float32 --set evaluate.benchmarks=[composite_test] --set grpo.eval_steps=0 ${EXTRA_G:-}"
 T=$R/sweep.tsv; t0=$(date +%s)
 log() { echo "$(( $(date +%s)-t0 ))s $*" | tee -a $T; }
 mkd() { local d=$W/$1; mkdir -p $d/data/checkpoints; cd $d; cp $ROOT/params.yaml .; cp -r $ROOT/.sw/processed data/processed
