@@ -1,12 +1,12 @@
-"""CPU decoding: plain ``model.generate`` vs corecode's ``LeanDecoder`` (``generation.fast_path: lean``, the CPU default),
-side by side in one process, on a trained checkpoint and real prompts.
+"""CPU decoding: plain ``model.generate`` vs corecode's ``LeanDecoder`` (``generation.fast_path: lean``, the CPU
+default), side by side in one process, on a trained checkpoint and real prompts.
 
 Both paths sample the same distribution (``hf._pick_tokens``) from the same model; the lean one skips ``generate``'s
 per-token Python machinery and drops finished rows. Each measurement alternates the two paths ``--repeats`` times
 after one warm-up call each and keeps the best time of each; the ratio is generate / lean (above 1: lean is faster).
 ``--ignore-eos`` makes every row run to ``--new-tokens`` (no finished rows to drop: the pure per-token cost).
 
-    python benchmarks/cpu_decode.py                                   # data/checkpoints/sft_coder (make run), B=32 and 64
+    python benchmarks/cpu_decode.py            # data/checkpoints/sft_coder (after make run), B=32 and 64
     python benchmarks/cpu_decode.py --model data/checkpoints/sft_planner --batch-sizes 16 --new-tokens 96
     python benchmarks/cpu_decode.py --ignore-eos
 """

@@ -63,9 +63,9 @@ def generate_chunks(
             enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
                             pad_to_multiple_of=64 if static_cache else None).to(model.device)
             if lean is not None:
-                gen = lean.run(enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0),
-                               max_new_tokens, pad_id=pad_id, eos_ids={eos_id}, temperature=temperature if do_sample
-                               else 0.0, top_p=top_p).tolist()
+                rows = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
+                gen = lean.run(*rows, max_new_tokens, pad_id=pad_id, eos_ids={eos_id} - {None},
+                               temperature=temperature if do_sample else 0.0, top_p=top_p).tolist()
             else:
                 out = model.generate(
                     **enc, max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=n,
