@@ -140,7 +140,7 @@ class LeanDecoder:
         distribution ``generate`` samples) with the torch global RNG, or with ``row_seeds``: one random stream per
         row (common random numbers). A row's sample then depends only on its seed, prompt and model, not on the
         batch it shares or on when other rows finish; two models sampled with the same seeds draw the same noise,
-        so a paired comparison of the two sees their differences rather than sampling noise (docs/evaluation.md).
+        so a paired comparison of the two sees their differences rather than sampling noise (see the README).
         ``stop_check(ids_so_far, finished)`` may mark rows finished (stop strings); it sees every original row."""
         rows, plen = input_ids.shape
         dev = input_ids.device

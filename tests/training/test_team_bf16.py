@@ -63,15 +63,27 @@ def test_bf16_trains_fp32_masters_and_samples_from_synced_bf16_copies(tmp_path):
             assert torch.equal(src.detach().to(torch.bfloat16), dst)
 
 
-def test_non_finite_gradient_skips_the_update(tmp_path):
+def test_non_finite_gradient_skips_the_update(tmp_path, monkeypatch):
+    import corecode.training.team_grpo as team_grpo
+
     planner, coder = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", steps=30))
     before = weights(coder[0])
+    real_backward = team_grpo.policy_loss_backward
+
+    def coder_grad_goes_nan(model, *args, **kwargs):
+        # the real loss and backward, then a NaN in one gradient tensor of the Coder: injected after the fact so the
+        # test does not depend on whether this step's samples gave the Coder a non-zero advantage to back-propagate
+        stats = real_backward(model, *args, **kwargs)
+        if model.lm_head.weight is coder[0].lm_head.weight:
+            model.lm_head.weight.grad = torch.full_like(model.lm_head.weight, float("nan"))
+        return stats
+
+    monkeypatch.setattr(team_grpo, "policy_loss_backward", coder_grad_goes_nan)
     p = GRPOParams(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
                    max_steps=1, eval_steps=0, eval_problems=0, learning_rate=1e-3, temperature=1.2,
                    checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
     with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
         trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
-        coder[0].lm_head.weight.register_hook(lambda g: g * float("nan"))  # a NaN gradient in one tensor
         try:
             metrics = trainer.train_step()
         finally:
