@@ -26,6 +26,8 @@ except Exception as e:
 q = max(1, len(h) // 4)
 print("  train pass_rate/coder by quarter:", [round(sum(r["pass_rate/coder"] for r in h[i:i + q]) / len(h[i:i + q]), 3) for i in range(0, len(h), q)],
       "step_time", round(sum(r["step_time_s"] for r in h) / len(h), 2))
+if "coder/plan_adherence" in h[0]:
+    print("  coder/plan_adherence by quarter:", [round(sum(r["coder/plan_adherence"] for r in h[i:i + q]) / len(h[i:i + q]), 3) for i in range(0, len(h), q)])
 PY
     $CLI evaluate --method planner_coder_grpo $G > $W/$n.eval.log 2>&1
     wait_for refeval; log "$n $(python3 $ROOT/benchmarks/tuning/cmp.py data/reports/eval/planner_coder_grpo $W/REF/data/reports/eval/planner_coder_sft)" ) & }

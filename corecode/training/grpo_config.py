@@ -26,6 +26,10 @@ class CoderRewardWeights(BaseModel):
                                          "only for passing programs. Non-deterministic: keep 0 for exact resumes.")
     memory: float = Field(0.0, description="Efficiency: reference peak memory / program peak memory (clipped to 1), "
                                            "only for passing programs (CoRe-Code's Coder memory term).")
+    plan_adherence: float = Field(0.0, description="Team GRPO only: fraction of the plan's literal constants (quoted "
+                                                   "strings, integers) that the program uses as literals. Credits the "
+                                                   "Coder for following its partner's plan; 1.0 for a plan without "
+                                                   "constants.")
 
 
 class PlannerRewardWeights(BaseModel):
@@ -110,6 +114,16 @@ class GRPOParams(BaseModel):
         description="Roles sampled but never updated (e.g. [planner]: train the Coder on the live Planner's plans). "
         "Names of the team trainer (planner, coder) or MAGRPO's (helper, main); each trainer ignores the other's.",
     )
+
+    # PPO-ptx (InstructGPT): the SFT objective stays in every update
+    ptx_coef: float = Field(
+        0.0, ge=0, description="Weight of a language-modelling loss on a batch of the role's SFT data, added to each "
+        "GRPO update (InstructGPT's PPO-ptx): RL may not unlearn what SFT taught. 0: off.")
+    ptx_data: dict[str, str] = Field(
+        default_factory=lambda: {"planner": "data/processed/planner.jsonl", "coder": "data/processed/coder.jsonl"},
+        description="Per role, the SFT dataset (JSONL rows with prompt and completion) the ptx loss reads; a role "
+        "without one (MAGRPO's helper and main) gets no ptx term.")
+    ptx_batch_size: int = Field(8, ge=1, description="SFT rows per update for the ptx loss.")
 
     # LoRA (peft): an adapter per role, on its own base or on one shared base; lora_r 0 = full fine-tune
     shared_base: bool = Field(False, description="One base model (planner_model) + one LoRA adapter per role "

@@ -87,6 +87,61 @@ _CRASHED = {
 }
 
 
+_STEP_NUMBER = re.compile(r"^\s*\d+[.)]\s*", re.M)
+_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+_INTEGER = re.compile(r"(?<![\w.])-?\d+(?![\w.]*\d)")
+
+
+def plan_constants(plan: str | None) -> set[tuple[str, object]]:
+    """The literal constants a plan asks for: quoted strings and integers, step numbers excluded."""
+    text = _STEP_NUMBER.sub("", plan or "")
+    out: set[tuple[str, object]] = set()
+    for single, double in _QUOTED.findall(text):
+        out.add(("str", single or double))
+    for m in _INTEGER.findall(_QUOTED.sub(" ", text)):
+        out.add(("int", int(m)))
+    return out
+
+
+def code_constants(code: str | None) -> set[tuple[str, object]] | None:
+    """String and integer literals of a program (``-1`` counts as -1; docstrings do not count); None if it does
+    not parse."""
+    try:
+        tree = ast.parse(code or "")
+    except (SyntaxError, ValueError):
+        return None
+    skip = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    skip |= {id(n.operand) for n in ast.walk(tree) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)}
+    out: set[tuple[str, object]] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and id(n) not in skip:
+            if isinstance(n.value, str):
+                out.add(("str", n.value))
+            elif isinstance(n.value, int) and not isinstance(n.value, bool):
+                out.add(("int", n.value))
+        elif (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
+              and isinstance(n.operand.value, int) and not isinstance(n.operand.value, bool)):
+            out.add(("int", -n.operand.value))
+    return out
+
+
+def plan_adherence(plan: str | None, code: str | None) -> float:
+    """Fraction of the plan's constants that the program uses as literals (1.0 for a plan without constants, 0.0
+    for code that does not parse).
+
+    Why: the SFT team's commonest failure is a Coder that writes the plan's steps with the wrong constants
+    (``modulo 3`` -> ``% 4``, ``split on '-'`` -> ``split(',')``). Test credit only sees that when it breaks a test;
+    this term credits following the partner's plan directly. No library scores this.
+    """
+    wanted = plan_constants(plan)
+    have = code_constants(code)
+    if have is None:
+        return 0.0
+    if not wanted:
+        return 1.0
+    return len(wanted & have) / len(wanted)
+
+
 def _ratio(ref: float | None, got: float) -> float:
     if not ref or ref <= 0 or got <= 0:
         return 0.0
@@ -97,11 +152,13 @@ def coder_reward(
     result: SampleResult | None,
     w: CoderRewardWeights,
     reference: SampleResult | None = None,
+    adherence: float = 0.0,
 ) -> float:
-    """Shaped reward of one program; ``result`` None means no code could be extracted (reward 0)."""
+    """Shaped reward of one program; ``result`` None means no code could be extracted (reward 0).
+    ``adherence`` is ``plan_adherence`` of the program to the plan it was written from (team GRPO)."""
     if result is None:
         return 0.0
-    r = 0.0
+    r = w.plan_adherence * adherence
     if result.verdict != Verdict.syntax_error:
         r += w.syntax
         # "runs": some test ran to completion (a wrong answer still ran); crashes on every test do not count.

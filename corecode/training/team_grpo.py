@@ -48,6 +48,7 @@ from corecode.training.rewards import (
     extract_code,
     extract_plan,
     magrpo_reward,
+    plan_adherence,
     plan_format_ok,
     planner_reward,
     program_for,
@@ -194,12 +195,52 @@ class _TwoRoleTrainer:
             model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
+        self.ptx_rows = self._load_ptx_rows() if params.ptx_coef else {}
         self.acc.register_for_checkpointing(self.state)
         self._loop_thread, self._loop, ready = start_event_loop_in_daemon(name="corecode-sandbox-scoring")
         ready.wait()
         self.loss_cfg = LossConfig(params.loss_type, params.beta, params.epsilon,
                                    params.epsilon_high if params.epsilon_high is not None else params.epsilon,
                                    params.temperature, 0)
+
+    def _load_ptx_rows(self) -> dict[str, list[dict]]:
+        """The SFT rows of every role this run updates that has a dataset in grpo.ptx_data, read once."""
+        from corecode.data.io import read_jsonl
+
+        out = {}
+        for role in self.role_names:
+            path = self.p.ptx_data.get(role)
+            if role in self.p.frozen_roles or path is None:  # MAGRPO's helper/main have no SFT data of their own
+                continue
+            rows = read_jsonl(path)
+            for i, row in enumerate(rows, 1):
+                if not isinstance(row.get("prompt"), str) or not isinstance(row.get("completion"), str):
+                    raise ValueError(f"{path}:{i}: grpo.ptx_data rows need string 'prompt' and 'completion' keys")
+            if not rows:
+                raise ValueError(f"{path}: grpo.ptx_data for {role!r} is empty")
+            out[role] = rows
+        return out
+
+    def ptx_backward(self, role: str) -> float:
+        """Accumulate ``ptx_coef`` x the language-modelling loss of a batch of the role's SFT rows (prompt and
+        completion, as the SFT stage trains: ``sft.completion_only_loss: false``). The batch is a function of the step
+        and the process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx term."""
+        r = self.roles[role]
+        rows = self.ptx_rows[role]
+        rng = random.Random(f"{self.seed}-ptx-{role}-{self.state.step}-{self.acc.process_index}")
+        batch = rng.sample(rows, min(self.p.ptx_batch_size, len(rows)))
+        tok = r.tokenizer
+        limit = getattr(self.acc.unwrap_model(r.model).config, "max_position_embeddings", None) or 2048
+        ids = [tok(x["prompt"] + x["completion"], add_special_tokens=False)["input_ids"][: limit - 1] + [tok.eos_token_id]
+               for x in batch]
+        width = max(len(x) for x in ids)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        device = next(r.model.parameters()).device
+        input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
+        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
+        loss = r.model(input_ids=input_ids, attention_mask=mask, labels=input_ids.masked_fill(mask == 0, -100)).loss
+        self.acc.backward(self.p.ptx_coef * loss)
+        return float(loss.detach())
 
     def _bf16_sampler(self, model: torch.nn.Module, device) -> torch.nn.Module:
         """A frozen bf16 copy of ``model`` (before ``accelerator.prepare`` wraps its forward in autocast)."""
@@ -297,6 +338,8 @@ class _TwoRoleTrainer:
         stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
                                      self.p.micro_batch_size, r.ref_model, backward=self.acc.backward,
                                      skip_zero_advantage=self.acc.num_processes == 1, record_old=record_old)
+        if role in self.ptx_rows:
+            stats["ptx_loss"] = self.ptx_backward(role)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
             # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
             norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm)
@@ -462,8 +505,11 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         w = p.coder_reward
         refs = self.references_for(problems, bool(w.time or w.memory or p.planner_reward.time))
         program_problems = [prob for prob, _ in flat_plans for _ in range(gc)]
-        r_c = torch.tensor([coder_reward(res, w, refs.get(prob.task_id))
-                            for prob, res in zip(program_problems, results)])
+        plan_texts = [self.plan_for_coder(s.completion.text) for _, s in flat_plans for _ in range(gc)]
+        adherence = [plan_adherence(plan, extract_code(s.completion.text, prob).value)  # logged even at weight 0
+                     for plan, s, prob in zip(plan_texts, programs, program_problems)]
+        r_c = torch.tensor([coder_reward(res, w, refs.get(prob.task_id), adh)
+                            for prob, res, adh in zip(program_problems, results, adherence)])
         r_p = torch.tensor([
             planner_reward(s.completion.text, r_c[i * gc : (i + 1) * gc].tolist(), results[i * gc : (i + 1) * gc],
                            p.planner_reward, refs.get(prob.task_id))
@@ -473,11 +519,13 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         adv_c, zero_c = group_advantages(r_c, gc, p.scale_rewards)
         plan_samples = [s for _, s in flat_plans]
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
-        gathered = {k: self.gather(v) for k, v in dict(r_p=r_p, r_c=r_c, passed=passed).items()}
+        gathered = {k: self.gather(v) for k, v in
+                    dict(r_p=r_p, r_c=r_c, passed=passed, adherence=torch.tensor(adherence)).items()}
         m = {
             "reward/planner": float(gathered["r_p"].mean()), "reward/coder": float(gathered["r_c"].mean()),
             "pass_rate/coder": float(gathered["passed"].mean()),
             "pass_rate/planner": float(gathered["passed"].view(-1, gc).mean(1).mean()),
+            "coder/plan_adherence": float(gathered["adherence"].mean()),
             "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
             "planner/adv_std": float(adv_p.std()), "coder/adv_std": float(adv_c.std()),
             "planner/zero_std_frac": float(zero_p.view(-1, gp)[:, 0].float().mean()),

@@ -32,6 +32,18 @@ run_team_grpo(Params.model_validate_json(Path(sys.argv[1]).read_text()), train_p
 """
 
 
+def _ptx_data(root: Path) -> dict[str, str]:
+    """Both roles' SFT rows for the ptx term: its batch must also come back to the same place after a resume."""
+    from test_team_fixtures import sft_texts
+
+    out = {}
+    for role, pairs in zip(("planner", "coder"), sft_texts()):
+        path = root / f"{role}_sft.jsonl"
+        path.write_text("".join(json.dumps({"prompt": a, "completion": b}) + "\n" for a, b in pairs))
+        out[role] = str(path)
+    return out
+
+
 def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path, GRPOParams]:
     # Efficiency terms stay off (their default): measured run times would make rewards non-deterministic.
     g = GRPOParams(
@@ -39,7 +51,7 @@ def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path,
         coder_output=str(root / name / "coder"), checkpoint_dir=str(root / name / "state"),
         log_path=str(root / name / "log.json"), problems_per_step=2, num_plans=2, num_programs=2,
         max_plan_tokens=32, max_code_tokens=40, max_steps=4, save_steps=1, eval_problems=0, learning_rate=1e-3,
-        temperature=1.2, beta=0.04,
+        temperature=1.2, beta=0.04, ptx_coef=0.5, ptx_batch_size=3, ptx_data=_ptx_data(root),
     )
     # Generous time limits: on a loaded 2-core box a slow test must not turn into a (non-deterministic) timeout.
     sandbox = SandboxParams(workers=2, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)

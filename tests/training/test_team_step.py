@@ -210,3 +210,49 @@ def test_magrpo_budget_defaults_to_the_team_budget_and_can_be_set_apart(tmp_path
     own = magrpo_params(_params(tmp_path, max_steps=7, magrpo_max_steps=2, magrpo_problems_per_step=5,
                                 magrpo_learning_rate=1e-4))
     assert (own.max_steps, own.problems_per_step, own.learning_rate) == (2, 5, 1e-4)
+
+
+def _write_sft_rows(path: Path, pairs) -> str:
+    path.write_text("".join(json.dumps({"prompt": a, "completion": b}) + "\n" for a, b in pairs))
+    return str(path)
+
+
+def _nll(model, tokenizer, pairs) -> float:
+    with torch.no_grad():
+        return sum(float(model(**(enc := tokenizer(a + b, return_tensors="pt")), labels=enc["input_ids"]).loss)
+                   for a, b in pairs) / len(pairs)
+
+
+def test_ptx_term_trains_on_the_roles_sft_data(team_dir, sandbox, tmp_path):
+    """One program per plan: every advantage is 0, so the GRPO loss has no gradient and whatever moves the Coder is
+    the ptx term; it must lower the Coder's loss on its SFT rows. A frozen role gets no ptx term."""
+    from test_team_fixtures import sft_texts
+
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    before = weights(planner[0]), weights(coder[0])
+    _, coder_rows = sft_texts()
+    data = {"coder": _write_sft_rows(tmp_path / "coder.jsonl", coder_rows)}
+    nll_before = _nll(coder[0], coder[1], coder_rows)
+    p = _params(tmp_path, frozen_roles=["planner"], num_plans=1, num_programs=1, eval_problems=0, max_steps=3,
+                ptx_coef=1.0, ptx_data=data, ptx_batch_size=4, learning_rate=3e-3)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+    try:
+        metrics = [trainer.train_step() for _ in range(3)]
+    finally:
+        trainer.close()
+    assert all(m["coder/adv_std"] == 0.0 for m in metrics)  # no policy-gradient signal at all
+    assert all("coder/ptx_loss" in m and "planner/ptx_loss" not in m for m in metrics)
+    assert not _changed(before[0], planner[0]) and _changed(before[1], coder[0])
+    assert _nll(coder[0], coder[1], coder_rows) < nll_before
+
+
+def test_ptx_data_errors_name_the_file_and_line(team_dir, sandbox, tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    bad = tmp_path / "coder.jsonl"
+    bad.write_text('{"prompt": "a", "completion": "b"}\n{"prompt": "a"}\n')
+    p = _params(tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(bad)})
+    with pytest.raises(ValueError, match=r"coder\.jsonl:2: .*completion"):
+        TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+    p = _params(tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(tmp_path / "missing.jsonl")})
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
