@@ -13,6 +13,8 @@ sandbox scoring of one generation chunk overlaps generation of the next.
 
 Roles are two separate models (full fine-tune, or a LoRA adapter each: ``grpo.lora_r``) or one base with one LoRA
 adapter per role (``grpo.shared_base``). Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
+``grpo.ptx_coef`` adds InstructGPT's PPO-ptx term (the role's SFT loss in every update), which TRL does not offer and
+which the embedded default needs to take GRPO steps large enough to matter without unlearning SFT.
 """
 
 from __future__ import annotations
