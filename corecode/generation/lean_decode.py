@@ -166,7 +166,7 @@ class LeanDecoder:
                 return torch.stack([torch.rand(vocab, generator=streams[r], device=dev) for r in buffer_rows.tolist()])
 
             live = torch.arange(rows, device=dev)  # original row of each buffer row
-            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live))
+            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
             out[:, 0] = tok
             finished = is_eos[tok]  # per original row
             n = 1
@@ -184,7 +184,7 @@ class LeanDecoder:
                 keep[:, slot] = True
                 logits = self.step(tok, positions, slot, keys, values, keep)
                 positions = positions + 1
-                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live))
+                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
                 tok = torch.where(finished[live], pad_id, tok)
                 out[live, i] = tok
                 finished[live] |= is_eos[tok]

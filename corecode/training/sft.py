@@ -219,6 +219,22 @@ def _merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [by_step[s] for s in sorted(by_step)]
 
 
+def sft_trainer_class(fused_lm_head: bool | None):
+    """TRL's ``SFTTrainer`` (fused LM-head loss) or ``LogitsLossSFTTrainer`` (loss from the full logits); None picks
+    the fused head on CUDA only (``sft.fused_lm_head``)."""
+    import torch
+
+    if fused_lm_head is None:
+        fused_lm_head = torch.cuda.is_available()
+    if fused_lm_head:
+        from trl import SFTTrainer
+
+        return SFTTrainer
+    from corecode.training.sft_trainer import LogitsLossSFTTrainer
+
+    return LogitsLossSFTTrainer
+
+
 def build_sft_trainer(
     cfg: ResolvedSFT,
     data_path: str | Path,
@@ -229,8 +245,6 @@ def build_sft_trainer(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
-    from trl import SFTTrainer
-
     base = Path(base_checkpoint)
     if not (base / "config.json").exists():
         raise FileNotFoundError(f"{base}: no model checkpoint (config.json) here; run `corecode init-model` first")
@@ -255,7 +269,7 @@ def build_sft_trainer(
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     work_dir = Path(cfg.work_dir) / f"sft_{cfg.role}"
     args = build_sft_config(cfg, work_dir, has_eval=val_ds is not None, report_to=report_to or [])
-    return SFTTrainer(
+    return sft_trainer_class(cfg.fused_lm_head)(
         model=model,
         args=args,
         train_dataset=train_ds,

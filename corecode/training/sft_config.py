@@ -96,6 +96,12 @@ class SFTParams(BaseModel):
         "auto", description="Training dtype: auto = bf16 mixed precision on a CUDA GPU that supports it, else fp32."
     )
     gradient_checkpointing: bool = Field(False, description="Trade compute for memory (large models on GPU).")
+    fused_lm_head: bool | None = Field(
+        None,
+        description="TRL's fused, chunked LM-head loss (never builds the full logits; saves memory with large "
+        "vocabularies). False: the loss from the model's own logits (corecode.training.sft_trainer), 1.3x faster a "
+        "step on the embedded CPU model (benchmarks/sft_step.py). None (auto): fused on CUDA, logits elsewhere.",
+    )
     torch_threads: int | None = Field(
         None,
         description="torch.set_num_threads for CPU training (None = torch's default, one per core). On a CPU shared "

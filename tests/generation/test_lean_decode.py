@@ -134,3 +134,39 @@ def test_unseeded_sampling_follows_the_global_rng(lean):
     torch.manual_seed(0)
     assert lean.generate(["def"], sp) == a
     assert len({c.text for c in a[0]}) > 1
+
+
+def test_topk_nucleus_equals_the_sorted_nucleus():
+    # Sharp rows (nucleus inside the top 64) and flat ones (the fallback to the full sort), at several top_p.
+    from corecode.generation.hf import _NUCLEUS_K, _top_p_filter, _top_p_filter_topk
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(96, 2048, generator=g) * torch.tensor([0.05, 1.0, 4.0, 12.0]).repeat(24)[:, None]
+    for top_p in (0.5, 0.9, 0.95, 0.99):
+        full, fast = _top_p_filter(logits, top_p), _top_p_filter_topk(logits, top_p)
+        assert torch.equal(full, fast)
+    kept = (~_top_p_filter(logits, 0.95).isinf()).sum(-1)
+    assert (kept <= _NUCLEUS_K).any() and (kept > _NUCLEUS_K).any()  # both paths were taken
+
+
+def test_seeded_rows_are_batched_by_length(lean, monkeypatch):
+    # Short and long prompts interleaved, two rows a batch: the batches pair rows of similar length, so less padding
+    # is prefilled, and the completions are those of one-prompt-at-a-time generation.
+    widths = []
+    prefill = LeanDecoder.prefill
+
+    def spy(self, input_ids, attention_mask, max_new):
+        widths.append((input_ids.shape[0], int((attention_mask == 0).sum())))
+        return prefill(self, input_ids, attention_mask, max_new)
+
+    prompts = ["def", "def f(x):\n    return x + 1\n\ndef g(y):\n", "x", "def g(y):\n    y = y * 2\n    return y\n"]
+    sp = SamplingParams(n=1, max_new_tokens=8, temperature=2.0, seed=3)
+    alone = [lean.generate([p], sp)[0] for p in prompts]
+    monkeypatch.setattr(LeanDecoder, "prefill", spy)
+    monkeypatch.setattr(lean, "max_batch_size", 2)
+    assert lean.generate(prompts, sp) == alone
+    assert len(widths) == 2 and all(rows == 2 for rows, _ in widths)
+    tok = lean.tokenizer
+    lens = [len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    in_order = abs(lens[0] - lens[1]) + abs(lens[2] - lens[3])
+    assert sum(pad for _, pad in widths) < in_order  # prompt order would have padded more

@@ -253,3 +253,54 @@ def test_warmup_ratio_reaches_the_scheduler(tmp_path, base, data):
     cfg = _params(tmp_path, max_steps=40, warmup_ratio=0.1).for_role("coder")
     args = build_sft_trainer(cfg, data / "coder.jsonl", base).args
     assert args.get_warmup_steps(40) == 4
+
+
+# --- loss from the full logits (sft.fused_lm_head: false) --------------------------------------------------------------
+
+
+def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base, data):
+    """The same batch through TRL's fused LM head and through LogitsLossSFTTrainer: the same loss, the same gradients,
+    the same entropy / token-accuracy metrics; auto picks the logits loss off CUDA."""
+    from trl import SFTTrainer
+
+    from corecode.training.sft import sft_trainer_class
+    from corecode.training.sft_trainer import LogitsLossSFTTrainer
+
+    assert sft_trainer_class(None) is LogitsLossSFTTrainer  # no CUDA here
+    assert sft_trainer_class(True) is SFTTrainer and sft_trainer_class(False) is LogitsLossSFTTrainer
+    results = {}
+    for fused in (True, False):
+        trainer = build_sft_trainer(_params(tmp_path, fused_lm_head=fused).for_role("coder"), data / "coder.jsonl",
+                                    base)
+        assert type(trainer) is (SFTTrainer if fused else LogitsLossSFTTrainer)
+        batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
+        assert (batch["labels"] == -100).any() and (batch["labels"] != -100).any()  # prompt and padding masked
+        model = trainer.model.train()
+        model.zero_grad()
+        loss = trainer.compute_loss(model, dict(batch), num_items_in_batch=(batch["labels"][:, 1:] != -100).sum())
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        metrics = {k: v[-1] for k, v in trainer._metrics["train"].items()}
+        results[fused] = (loss.item(), grads, metrics)
+    (l_f, g_f, m_f), (l_l, g_l, m_l) = results[True], results[False]
+    assert l_l == pytest.approx(l_f, rel=1e-5)
+    assert g_f.keys() == g_l.keys() and len(g_f) > 10
+    for n, g in g_f.items():
+        assert torch.allclose(g_l[n], g, atol=1e-6, rtol=1e-4), n
+    assert m_l["entropy"] == pytest.approx(m_f["entropy"], rel=1e-4) and m_l["entropy"] > 0
+    assert m_l["mean_token_accuracy"] == pytest.approx(m_f["mean_token_accuracy"])
+    assert m_l["num_tokens"] == m_f["num_tokens"] > 0
+
+
+def test_logits_loss_training_matches_the_fused_run(tmp_path, base, data):
+    """A whole (short) run with each loss: the same logged losses to float noise, so the option changes speed only."""
+    def losses(fused: bool) -> list[float]:
+        res = train_sft("coder", _params(tmp_path, max_steps=12, logging_steps=1, fused_lm_head=fused),
+                        data_path=data / "coder.jsonl", base_checkpoint=base, output_dir=tmp_path / f"o{fused}",
+                        log_path=tmp_path / f"l{fused}.json")
+        return [h["loss"] for h in res.history if "loss" in h]
+
+    fused, logits = losses(True), losses(False)
+    assert len(fused) == len(logits) == 12
+    assert max(abs(a - b) for a, b in zip(fused, logits)) < 1e-3
+    assert fused[-1] < fused[0] - 0.3  # it trained: the comparison is between two learning runs
