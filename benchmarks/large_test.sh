@@ -9,7 +9,7 @@
 # RL split off its test split's step sequences, but a larger build's test split does not know that RL split, and on
 # the sixth landing's checkpoints the GRPO team gained 6.0 points on the 298 of 3000 problems that shared a sequence
 # with it against 1.5 on the rest (docs/benchmarks.md, "seventh landing"). A step sequence is read off the gold plan
-# (one line per step; numbers and quoted constants blanked). CPU: about 5 minutes for N=3000.
+# (one line per step; numbers and quoted constants blanked). CPU: about 3.5 minutes for N=3000.
 #
 # Usage, from the repo root after `make run`:  bash benchmarks/large_test.sh [N]   (default N=3000)
 set -euo pipefail
