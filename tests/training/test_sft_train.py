@@ -304,3 +304,18 @@ def test_logits_loss_training_matches_the_fused_run(tmp_path, base, data):
     assert len(fused) == len(logits) == 12
     assert max(abs(a - b) for a, b in zip(fused, logits)) < 1e-3
     assert fused[-1] < fused[0] - 0.3  # it trained: the comparison is between two learning runs
+
+
+def test_sft_step_benchmark_runs_both_losses():
+    """benchmarks/sft_step.py --tiny: both trainers run the same batches and the script reports their ratio."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "sft_step.py"), "--tiny"], cwd=root,
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ratio = float(re.search(r"ratio logits/fused: ([0-9.]+)", out.stdout).group(1))
+    diff = float(re.search(r"max \|loss difference\| over \d+ logged steps: ([0-9.e+-]+)", out.stdout).group(1))
+    assert ratio > 0 and diff < 1e-3, out.stdout
