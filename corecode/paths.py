@@ -2,9 +2,7 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("data")
-RAW = DATA / "raw"
 PROCESSED = DATA / "processed"
 CHECKPOINTS = DATA / "checkpoints"
 REPORTS = DATA / "reports"

@@ -54,7 +54,8 @@ class Extracted:
         return self.value is not None
 
 
-# --- Roles beyond Planner -> Coder. Every prompt has a matching ``format_*`` completion so SFT rows can be built. ---
+# --- Roles beyond Planner -> Coder. Helper, main and repair complete with ``format_code``; CoT writes its reasoning
+# between THINK_OPEN and THINK_CLOSE first (``teams.split_thought`` reads it back). ---
 
 
 def cot_prompt(problem: Problem) -> str:
@@ -62,30 +63,15 @@ def cot_prompt(problem: Problem) -> str:
     return f"### Problem\n{problem.prompt.rstrip()}\n### Reasoning\n"
 
 
-def format_cot(thought: str, code: str) -> str:
-    """The chain-of-thought completion: ``<think>`` reasoning ``</think>`` then the fenced code."""
-    return f"{THINK_OPEN}\n{thought.strip()}\n{THINK_CLOSE}\n{format_code(code)}"
-
-
 def helper_prompt(problem: Problem) -> str:
     """MAGRPO-style helper: write auxiliary function(s) for the problem, not the entry point itself."""
     return f"### Problem\n{problem.prompt.rstrip()}\n### Helper functions\n"
-
-
-def format_helper(code: str) -> str:
-    """The helper's completion: its auxiliary function(s) in a python fence."""
-    return format_code(code)
 
 
 def main_prompt(problem: Problem, helper_code: str | None) -> str:
     """MAGRPO-style main: write the entry point, calling the helper's functions when they are shown."""
     helper_part = f"### Helper functions\n{format_code(helper_code)}\n" if helper_code else ""
     return f"### Problem\n{problem.prompt.rstrip()}\n{helper_part}### Main function\n"
-
-
-def format_main(code: str) -> str:
-    """The main agent's completion: the entry-point function in a python fence."""
-    return format_code(code)
 
 
 def retrieval_planner_prompt(problem: Problem, examples: list[Problem]) -> str:
@@ -110,8 +96,3 @@ def repair_prompt(problem: Problem, code: str, feedback: str, plan: str | None =
         f"### Problem\n{problem.prompt.rstrip()}\n{plan_part}### Code\n{format_code(code)}\n"
         f"### Test feedback\n{feedback.strip()}\n### Fixed code\n"
     )
-
-
-def format_repair(code: str) -> str:
-    """The repair completion: the whole fixed program in a python fence."""
-    return format_code(code)

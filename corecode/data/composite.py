@@ -39,7 +39,6 @@ from corecode.data.steps import (
     Step,
 )
 
-SPLITS = ("train", "val", "test")
 GUARD_DEFAULTS = (-1, 0)
 _BASE_NP = {"ints": ("nums", "the list nums", "the numbers in nums"), "str": ("s", "the string s", "the text s")}
 _GUARD_PHRASES = (

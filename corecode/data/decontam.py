@@ -32,10 +32,6 @@ class DecontamReport:
     kept: list[Problem]
     dropped: list[tuple[Problem, str, float]] = field(default_factory=list)  # (problem, field, overlap)
 
-    @property
-    def n_dropped(self) -> int:
-        return len(self.dropped)
-
 
 def decontaminate(items: list[Problem], eval_problems: list[Problem], n: int = 10, threshold: float = 0.5
                   ) -> DecontamReport:

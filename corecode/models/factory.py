@@ -150,18 +150,6 @@ def load_tokenizer(name_or_path: str | Path, *, revision: str | None = None) -> 
     return tok
 
 
-def load_model_from_params(params: ModelParams, name_or_path: str | Path | None = None) -> PreTrainedModel:
-    """``load_model`` with dtype/device/checkpointing/attention taken from ``model.*`` params."""
-    return load_model(
-        name_or_path or params.name_or_path,
-        params.dtype,
-        params.device,
-        revision=params.revision,
-        gradient_checkpointing=params.gradient_checkpointing,
-        attn_implementation=params.attn_implementation,
-    )
-
-
 def count_parameters(model: torch.nn.Module) -> int:
     """Unique parameters (tied embeddings counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

@@ -90,16 +90,6 @@ class MemoryCgroup:
         except OSError:
             return False
 
-    def peak_bytes(self) -> int:
-        if self.path is None:
-            return 0
-        for name in ("memory.max_usage_in_bytes", "memory.peak"):
-            try:
-                return int((self.path / name).read_text())
-            except (OSError, ValueError):
-                continue
-        return 0
-
     def close(self) -> None:
         """Remove the cgroup; ``available`` stays True while it still has processes (call again)."""
         if self.path is not None and self._remove(self.path):

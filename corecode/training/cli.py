@@ -133,10 +133,10 @@ def _register_single(app: typer.Typer) -> None:
 
 
 def _register_team(app: typer.Typer) -> None:
-    """``grpo-team`` / ``grpo-magrpo``: thin commands over corecode.training.team_grpo (team-GRPO engineer's module).
+    """``grpo-team`` / ``grpo-magrpo``: thin commands over corecode.training.team_grpo.
 
-    Declared here rather than through ``team_grpo.register_team_commands`` because importing team_grpo loads torch at
-    registration time, which made every ``corecode`` invocation (``--help`` included) take 13-26 s on this machine.
+    Declared here, not in team_grpo, because importing team_grpo loads torch: registering the commands there made
+    every ``corecode`` invocation (``--help`` included) take 13-26 s on the 2-core CPU box.
     """
 
     def _run(stage: str, fn_name: str, log_attr: str, params_path: Path, overrides: list[str] | None) -> None:

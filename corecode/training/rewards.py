@@ -17,40 +17,11 @@ import asyncio
 import re
 from collections.abc import Iterable, Sequence
 
-from corecode.agents.prompts import CODE_OPEN, PLAN_CLOSE, PLAN_OPEN, Extracted
+from corecode.agents.extract import build_program, extract_code, extract_plan
+from corecode.agents.prompts import PLAN_CLOSE
 from corecode.data.schema import Problem
 from corecode.sandbox.types import SampleResult, Verdict
 from corecode.training.grpo_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Extraction: corecode.agents.extract is the shared implementation; these minimal fallbacks keep rewards usable while
-# that module is being built (noted in /work/notes/training-coord.md).
-try:  # pragma: no cover - depends on the agents package's progress
-    from corecode.agents.extract import build_program, extract_code, extract_plan
-except ImportError:  # pragma: no cover
-    _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
-
-    def extract_plan(text: str) -> Extracted:
-        if PLAN_OPEN not in text:
-            return Extracted(None, "no <plan> tag")
-        body = text.split(PLAN_OPEN, 1)[1].split(PLAN_CLOSE, 1)[0].strip()
-        return Extracted(body or None, None if body else "empty plan")
-
-    def extract_code(text: str, problem: Problem) -> Extracted:
-        blocks = _FENCE.findall(text) if CODE_OPEN[:3] in text else [text]
-        blocks = [b.strip() for b in blocks if b.strip()]
-        if not blocks:
-            return Extracted(None, "no code")
-        ep = problem.entry_point
-        chosen = next((b for b in blocks if ep and re.search(rf"def\s+{re.escape(ep)}\s*\(", b)), blocks[0])
-        return Extracted(chosen)
-
-    def build_program(problem: Problem, code: str) -> str:
-        ep = problem.entry_point
-        if problem.io_mode == "function" and ep and not re.search(rf"def\s+{re.escape(ep)}\s*\(", code):
-            return problem.prompt + code  # a body completing the prompt's signature (human-eval style)
-        return code
-
 
 _STEP = re.compile(r"^\s*(\d+)[.)]\s+\S", re.M)
 

@@ -686,39 +686,3 @@ def run_magrpo(params, **kw) -> dict[str, float]:
     """MAGRPO helper/main training from ``grpo.magrpo_*`` paths (starts, outputs, checkpoints, log)."""
     return _run("magrpo", params, **kw)
 
-
-def register_team_commands(app) -> None:
-    """Add ``grpo-team`` and ``grpo-magrpo`` to the typer app (called from corecode/training/cli.py)."""
-    import typer
-
-    def _go(stage: str, run_fn, params_path: str, override: list[str] | None) -> None:
-        from corecode.config import ConfigError, load_params
-        from corecode.tracking.runs import stage_run
-
-        try:
-            params = load_params(params_path, override or [])
-        except ConfigError as e:
-            raise typer.BadParameter(str(e), param_hint="--params/--set") from None
-        with stage_run(stage, params) as run:  # the active MLflow run: the trainer logs per-step metrics into it
-            final = run_fn(params)
-            run.log_metrics({k.replace("/", "_"): v for k, v in final.items()})
-            log = params.grpo.log_path if stage == "grpo_team" else params.grpo.magrpo_log_path
-            if Path(log).exists():
-                run.log_artifacts(log, "reports")
-        typer.echo(json.dumps(final, indent=1))
-
-    @app.command("grpo-team")
-    def grpo_team(
-        params_path: str = typer.Option("params.yaml", "--params", help="params.yaml to read."),
-        override: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (e.g. grpo.max_steps=2)."),
-    ) -> None:
-        """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.checkpoint_dir)."""
-        _go("grpo_team", run_team_grpo, params_path, override)
-
-    @app.command("grpo-magrpo")
-    def grpo_magrpo(
-        params_path: str = typer.Option("params.yaml", "--params", help="params.yaml to read."),
-        override: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (e.g. grpo.max_steps=2)."),
-    ) -> None:
-        """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo_checkpoint_dir)."""
-        _go("grpo_magrpo", run_magrpo, params_path, override)

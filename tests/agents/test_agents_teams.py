@@ -166,10 +166,9 @@ def test_every_completion_format_round_trips_through_its_extraction(add_problem)
 
     code = "def add(a, b):\n    return a + b"
     assert extract_plan(P.format_plan("1. a\n2. b")).value == "1. a\n2. b"
-    for fmt in (P.format_code, P.format_main, P.format_repair):
-        assert extract_code(fmt(code), add_problem).value == code
-    assert extract_helper_code(P.format_helper("def sq(x):\n    return x * x")).value == "def sq(x):\n    return x * x"
-    thought, rest = split_thought(P.format_cot("add them", code))
+    assert extract_code(P.format_code(code), add_problem).value == code
+    assert extract_helper_code(P.format_code("def sq(x):\n    return x * x")).value == "def sq(x):\n    return x * x"
+    thought, rest = split_thought(f"{P.THINK_OPEN}\nadd them\n{P.THINK_CLOSE}\n{P.format_code(code)}")
     assert thought == "add them" and extract_code(rest, add_problem).value == code
     ex = P.retrieval_planner_prompt(add_problem, [add_problem.model_copy(update={"plan": "1. add"})])
     assert ex.count("### Example problem") == 1 and ex.endswith(P.planner_prompt(add_problem))

@@ -30,7 +30,7 @@ def test_copy_of_eval_problem_is_dropped_composite_kept():
     assert [p.task_id for p, _, _ in rep.dropped] == ["train/copy"]
     assert rep.dropped[0][2] == 1.0 and len(rep.kept) == 201
     # stricter threshold, same result for composite; looser n-gram size must not drop composite either
-    assert decontaminate(composite, he, n=6, threshold=0.3).n_dropped == 0
+    assert decontaminate(composite, he, n=6, threshold=0.3).dropped == []
 
 
 def test_build_with_external_source_reports_drops(tmp_path):

@@ -15,7 +15,6 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 from corecode.agents.prompts import (
     coder_prompt,
     format_code,
-    format_helper,
     format_plan,
     helper_prompt,
     main_prompt,
@@ -67,7 +66,7 @@ def sft_texts():
 
 
 def magrpo_texts():
-    helper = [(helper_prompt(p), format_helper(PAIRS[p.task_id][0])) for p in PROBLEMS]
+    helper = [(helper_prompt(p), format_code(PAIRS[p.task_id][0])) for p in PROBLEMS]
     main = [(main_prompt(p, PAIRS[p.task_id][0]), format_code(PAIRS[p.task_id][1])) for p in PROBLEMS]
     return helper, main
 
