@@ -1,4 +1,4 @@
-"""Overheads of corecode.tracking: ``python -m corecode.tracking.bench [--mib 100]``.
+"""Overheads of corecode.tracking: ``python benchmarks/tracking_overhead.py [--mib 100]``.
 
 Measures, on a fresh sqlite store in a temp dir: opening + closing a stage run with the whole params.yaml logged,
 registering a checkpoint of ``--mib`` MiB, resolving its ``models:/`` URI (download, then cached), and the promotion

@@ -1,6 +1,6 @@
 """Measure extraction robustness, extraction speed and visible-test coverage on HumanEval (docs/benchmarks.md).
 
-``python -m corecode.agents.bench [--workers 2]``. Every HumanEval canonical solution is rendered in the answer styles
+``python benchmarks/extraction.py [--workers 2]``. Every HumanEval canonical solution is rendered in the answer styles
 seen from small and prompted models, extracted, built into a program and judged by the real sandbox against the
 problem's hidden ``check``; a naive extractor (first ```python fence or the raw text, prompt + text when it lacks the
 ``def``) is the baseline. Prints one JSON object.
