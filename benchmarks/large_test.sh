@@ -6,9 +6,9 @@
 # build used in tuning contains (n_test 300, 900, 2000, 2700, 3000) and whose step sequence none of the make run's RL
 # problems (data/processed/composite_rl.jsonl) has, evaluates both teams on them (1 sample each, common random numbers)
 # and writes the paired bootstrap with `corecode metrics`. The RL filter matters: the pipeline's own build keeps its
-# RL split off its test split's step sequences, but a larger build's test split does not know that RL split, and on
-# the sixth landing's checkpoints the GRPO team gained 6.0 points on the 298 of 3000 problems that shared a sequence
-# with it against 1.5 on the rest (docs/benchmarks.md, "seventh landing"). A step sequence is read off the gold plan
+# RL split off its test split's step sequences, but a larger build's test split does not know that RL split: on the
+# make-run checkpoints of d3d3728 the GRPO team gained 6.0 points on the 298 of 3000 problems that shared a sequence
+# with it against 1.5 on the rest (notebooks/2026-11-26-05-corrections.md). A step sequence is read off the gold plan
 # (one line per step; numbers and quoted constants blanked). CPU: about 3.5 minutes for N=3000.
 #
 # Usage, from the repo root after `make run`:  bash benchmarks/large_test.sh [N]   (default N=3000)

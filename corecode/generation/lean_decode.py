@@ -3,7 +3,7 @@
 Why it exists: for the embedded default (a 2M-parameter Qwen2) a decode step of 32 rows is about 2 ms of matrix work,
 but ``model.generate`` spends another 6-8 ms per token in Python (logits processors, stopping criteria, cache
 objects, mask building in every layer), and ``torch.compile`` removes that only after a 25-30 s cold compile per
-shape on this CPU (docs/benchmarks.md, "CPU decode"). Neither transformers nor TRL has an eager decode loop that
+shape on this CPU (docs/benchmarks.md, "CPU decoding"). Neither transformers nor TRL has an eager decode loop that
 skips this machinery, so this one is written here; it is kept small by reusing the model's own modules (projections,
 norms, MLP, rotary embedding and ``apply_rotary_pos_emb``): only the attention over our preallocated KV buffers and
 the loop are new. Rows that finish are dropped from the batch (their KV rows too) once a quarter of it is done,
