@@ -9,6 +9,8 @@ from typing import Optional
 
 import typer
 
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params
+
 ROLE_FLAGS = ("planner", "coder", "helper", "main", "repair")
 
 
@@ -111,25 +113,17 @@ def register(app: typer.Typer) -> None:
         repair: Optional[str] = typer.Option(None, help="Repair model (debugging teams)."),
         n: int = typer.Option(1, "--n", min=1, help="Attempts to sample."),
         task_id: Optional[str] = typer.Option(None, help="Which problem of a .jsonl file (default: the first)."),
-        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="params.yaml (defaults if missing)."),
-        overrides: list[str] = typer.Option([], "--set", help="Params override KEY=VALUE (repeatable)."),
+        params_file: Path = PARAMS_OPTION,
+        overrides: list[str] = SET_OPTION,
         as_json: bool = typer.Option(False, "--json", help="Print the attempts as JSON instead of rich panels."),
     ) -> None:
-        """Solve one problem with a team and print its plan(s) and code."""
+        """Solve one problem with a team and print its plan(s) and code (default params when there is no params file)."""
         from rich.console import Console
 
         from corecode.agents.factory import build_team, model_generator_factory
-        from corecode.config import ConfigError, Params, load_params
+        from corecode.config import Params
 
-        try:
-            if params_file.exists():
-                params = load_params(params_file, overrides)
-            elif overrides:
-                raise typer.BadParameter(f"{params_file}: params file not found (--set needs one)")
-            else:
-                params = Params()
-        except ConfigError as e:
-            raise typer.BadParameter(str(e)) from None
+        params = load_cli_params(params_file, overrides) if params_file.exists() or overrides else Params()
         name = team or params.agents.default_team
         roles = {r: v for r, v in zip(ROLE_FLAGS, (planner, coder, helper, main, repair)) if v is not None}
         params = with_role_overrides(params, name, roles)
@@ -140,8 +134,7 @@ def register(app: typer.Typer) -> None:
         try:
             team_obj = build_team(name, params, model_generator_factory(params), seed=params.seed)
         except (LookupError, OSError, ValueError) as e:  # missing checkpoint/corpus, unknown registry alias, ...
-            typer.echo(f"error: cannot build team {name!r}: {e.args[0] if e.args else e}", err=True)
-            raise typer.Exit(1) from None
+            fail(f"cannot build team {name!r}: {e.args[0] if e.args else e}", code=1)
         try:
             attempts = team_obj.solve([prob], n)[0]
         finally:

@@ -6,28 +6,17 @@ from pathlib import Path
 
 import typer
 
-from corecode.paths import PARAMS_FILE, PROCESSED, REPORTS
-
-
-def _load(params: Path, overrides: list[str] | None):
-    from corecode.config import ConfigError, load_params
-
-    try:
-        return load_params(params, overrides or None)
-    except ConfigError as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(2) from None
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
+from corecode.paths import PROCESSED, REPORTS
 
 
 def register(app: typer.Typer) -> None:
     @app.command("build-data")
     def build_data_cmd(
-        params: Path = typer.Option(PARAMS_FILE, help="params.yaml to read (section `data`, key `seed`)."),
+        params: Path = PARAMS_OPTION,
         out_dir: Path = typer.Option(PROCESSED, help="Where the JSONL datasets go."),
         reports_dir: Path = typer.Option(REPORTS, help="Where the data card and build summary go."),
-        override: list[str] = typer.Option(
-            None, "--set", help="Override a param, e.g. --set data.composite.n_train=50"
-        ),
+        override: list[str] = SET_OPTION,
     ) -> None:
         """Generate the composite splits and the Planner/Coder/single SFT sets (decontaminated), plus the data card."""
         from rich.console import Console
@@ -35,7 +24,7 @@ def register(app: typer.Typer) -> None:
 
         from corecode.data.build import build_data
 
-        p = _load(params, override)
+        p = load_cli_params(params, override)
         console = Console(soft_wrap=True)
         summary = build_data(p.data, p.seed, out_dir, reports_dir)
         table = Table(title="corecode build-data")
@@ -51,17 +40,17 @@ def register(app: typer.Typer) -> None:
     @app.command("validate-data")
     def validate_data_cmd(
         names: list[str] = typer.Argument(None, help="Datasets to check (default: data.validation.datasets)."),
-        params: Path = typer.Option(PARAMS_FILE, help="params.yaml to read."),
+        params: Path = PARAMS_OPTION,
         processed_dir: Path = typer.Option(PROCESSED, help="Where the JSONL datasets are."),
         reports_dir: Path = typer.Option(REPORTS, help="GX reports go to <reports_dir>/gx/."),
-        override: list[str] = typer.Option(None, "--set", help="Override a param."),
+        override: list[str] = SET_OPTION,
     ) -> None:
         """Run the great-expectations suites; exit 1 (with a summary of what failed) if any fails."""
         from rich.console import Console
 
         from corecode.data.validate import validate_datasets
 
-        p = _load(params, override)
+        p = load_cli_params(params, override)
         console = Console(soft_wrap=True)  # one line per failure, whatever the terminal width
         results = validate_datasets(p.data, names or None, processed_dir, reports_dir)
         for r in results:

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from corecode.cli_common import fail, load_cli_params
+
 
 def register(app: typer.Typer) -> None:
     @app.command("eval-samples")
@@ -34,10 +36,6 @@ def register(app: typer.Typer) -> None:
         from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, read_samples
         from corecode.evaluation.passk import parse_ks
 
-        def fail(msg: str) -> None:
-            typer.echo(f"error: {msg}", err=True)
-            raise typer.Exit(2)
-
         try:
             ks = parse_ks(k)
             problems = get_benchmark(benchmark)
@@ -63,10 +61,9 @@ def register(app: typer.Typer) -> None:
 
 def _sandbox_params(params_file: Optional[Path], workers: Optional[int], time_limit: Optional[float]):
     """SandboxParams from ``--params`` (or defaults), with the command-line overrides applied and validated."""
-    from corecode.config import load_params
     from corecode.sandbox import SandboxParams
 
-    base = load_params(params_file).sandbox if params_file else SandboxParams()
+    base = load_cli_params(params_file).sandbox if params_file else SandboxParams()
     update = {}
     if workers is not None:
         update["workers"] = workers

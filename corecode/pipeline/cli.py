@@ -6,30 +6,21 @@ from pathlib import Path
 
 import typer
 
-_SET_OPT = typer.Option(None, "--set", help="Override a param: KEY=VALUE (dotted key, YAML value); repeatable.")
-
-
-def _load(params_file: Path, overrides: list[str] | None):
-    from corecode.config import ConfigError, load_params
-
-    try:
-        return load_params(params_file, overrides or [])
-    except ConfigError as e:  # errors name the file and key: a usage error, not a traceback
-        raise typer.BadParameter(str(e), param_hint="--params/--set") from None
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
 
 
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
         method: str = typer.Option(..., "--method", "-m", help="Team name in agents.teams to evaluate."),
-        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file."),
-        overrides: list[str] = _SET_OPT,
+        params_file: Path = PARAMS_OPTION,
+        overrides: list[str] = SET_OPTION,
     ) -> None:
         """Evaluate one method on every benchmark in evaluate.benchmarks (DVC stage evaluate@METHOD)."""
         from corecode.pipeline.evaluate import evaluate_method
         from corecode.tracking.runs import stage_run
 
-        params = _load(params_file, overrides)
+        params = load_cli_params(params_file, overrides)
         with stage_run(f"evaluate_{method}", params):
             summary = evaluate_method(method, params)
             _log_summary(summary)
@@ -39,13 +30,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics(
-        params_file: Path = typer.Option(Path("params.yaml"), "--params", help="Params file."),
-        overrides: list[str] = _SET_OPT,
+        params_file: Path = PARAMS_OPTION,
+        overrides: list[str] = SET_OPTION,
     ) -> None:
         """Collect every method's evaluation into data/reports/metrics.json with paired bootstrap comparisons."""
         from corecode.pipeline.metrics import METRICS_FILE, collect_metrics
 
-        m = collect_metrics(_load(params_file, overrides))
+        m = collect_metrics(load_cli_params(params_file, overrides))
         for c in m["comparisons"]:
             typer.echo(f"{c['a']} vs {c['b']} on {c['benchmark']}: delta={c['delta']:+.3f} p={c['p_value']:.4f}")
         typer.echo(f"wrote {METRICS_FILE}")

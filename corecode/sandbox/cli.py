@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from corecode.cli_common import fail, load_cli_params
+
 
 def register(app: typer.Typer) -> None:
     @app.command("sandbox-selftest")
@@ -22,17 +24,15 @@ def register(app: typer.Typer) -> None:
         """Canonical HumanEval solutions must all pass and constant answers all fail, inside the sandbox."""
         import time
 
-        from corecode.config import ConfigError, load_params
         from corecode.data.loaders.humaneval import load_humaneval
         from corecode.sandbox import Sandbox, SandboxParams, SandboxUnavailable
 
+        sp = load_cli_params(params).sandbox if params else SandboxParams()
+        overrides = {k: v for k, v in {"workers": workers, "isolation": isolation}.items() if v is not None}
         try:
-            sp = load_params(params).sandbox if params else SandboxParams()
-            overrides = {k: v for k, v in {"workers": workers, "isolation": isolation}.items() if v is not None}
             sp = SandboxParams.model_validate({**sp.model_dump(), **overrides})
-        except (ConfigError, ValueError) as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+        except ValueError as e:
+            fail(str(e))
         problems = load_humaneval()
         good = [(p, p.reference_solution) for p in problems]
         bad = [(p, p.prompt + "    return None\n") for p in problems]
@@ -43,8 +43,7 @@ def register(app: typer.Typer) -> None:
                 wrong = sb.run_batch(bad)
                 elapsed = time.perf_counter() - t0
         except SandboxUnavailable as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+            fail(str(e))
         n_ok = sum(r.passed for r in ok)
         n_wrong = sum(not r.passed for r in wrong)
         typer.echo(f"isolation={sp.isolation} workers={sp.workers}")

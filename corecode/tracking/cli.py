@@ -7,16 +7,8 @@ from pathlib import Path
 
 import typer
 
-from corecode.paths import PARAMS_FILE, REPORTS
-
-
-def _params(params_file: Path, overrides: list[str] | None):
-    from corecode.config import ConfigError, load_params
-
-    try:
-        return load_params(params_file, overrides or None)
-    except ConfigError as e:
-        raise typer.BadParameter(str(e), param_hint="--params/--set") from None
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params
+from corecode.paths import REPORTS
 
 
 def register(app: typer.Typer) -> None:
@@ -25,20 +17,19 @@ def register(app: typer.Typer) -> None:
         metrics: Path = typer.Option(REPORTS / "metrics.json", help="metrics.json from the evaluate stage."),
         train_dir: Path = typer.Option(REPORTS / "train", help="Per-step training logs (*.json, *.csv)."),
         out_dir: Path = typer.Option(REPORTS, help="Where report.md and plots/ are written."),
-        params_file: Path = typer.Option(PARAMS_FILE, "--params", help="params.yaml"),
-        overrides: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (repeatable)."),
+        params_file: Path = PARAMS_OPTION,
+        overrides: list[str] = SET_OPTION,
     ) -> None:
         """Write report.md + PNG plots (pass@k, failures, efficiency, training curves) and log them to MLflow."""
         from corecode.tracking.report import ReportError, build_report, flat_metrics, load_metrics
         from corecode.tracking.runs import stage_run
 
-        params = _params(params_file, overrides)
+        params = load_cli_params(params_file, overrides)
         with stage_run("report", params) as run:
             try:
                 path, plots = build_report(metrics, train_dir, out_dir)
             except ReportError as e:
-                typer.echo(f"error: {e}", err=True)
-                raise typer.Exit(2) from None
+                fail(str(e))
             run.log_artifacts(path)
             run.log_artifacts(metrics)
             if plots:
@@ -50,15 +41,15 @@ def register(app: typer.Typer) -> None:
     def promote(
         eval_dir: Path = typer.Option(REPORTS / "eval", help="Per-problem results: <dir>/<method>/<benchmark>.jsonl"),
         out: Path = typer.Option(REPORTS / "promotion.json", help="Where the decision is written (JSON)."),
-        params_file: Path = typer.Option(PARAMS_FILE, "--params", help="params.yaml"),
-        overrides: list[str] = typer.Option(None, "--set", help="Override a param: KEY=VALUE (repeatable)."),
+        params_file: Path = PARAMS_OPTION,
+        overrides: list[str] = SET_OPTION,
     ) -> None:
         """Register the candidate checkpoint as a new model version; move `champion` to it only if it is better."""
         from corecode.tracking.promote import apply_gate, read_per_problem
         from corecode.tracking.registry import register_checkpoint
         from corecode.tracking.runs import stage_run
 
-        params = _params(params_file, overrides)
+        params = load_cli_params(params_file, overrides)
         pp = params.promote
         out.parent.mkdir(parents=True, exist_ok=True)
         if not params.tracking.enabled:
@@ -69,14 +60,12 @@ def register(app: typer.Typer) -> None:
         method_dir = eval_dir / pp.method
         files = sorted(method_dir.glob("*.jsonl"))
         if not any(f.stem == pp.gate_benchmark for f in files):
-            typer.echo(f"error: {method_dir / (pp.gate_benchmark + '.jsonl')}: gate benchmark results not found "
-                       f"(promote.method={pp.method!r}, promote.gate_benchmark={pp.gate_benchmark!r})", err=True)
-            raise typer.Exit(2)
+            fail(f"{method_dir / (pp.gate_benchmark + '.jsonl')}: gate benchmark results not found "
+                 f"(promote.method={pp.method!r}, promote.gate_benchmark={pp.gate_benchmark!r})")
         try:
             per_problem = {f.stem: read_per_problem(f) for f in files}
         except ValueError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from None
+            fail(str(e))
         with stage_run("promote", params) as run:
             gate = per_problem[pp.gate_benchmark]
             tags = {"corecode.method": pp.method,
@@ -84,8 +73,7 @@ def register(app: typer.Typer) -> None:
             try:
                 mv = register_checkpoint(pp.checkpoints, pp.model_name, run, per_problem=per_problem, tags=tags)
             except FileNotFoundError as e:
-                typer.echo(f"error: {e} (promote.checkpoints)", err=True)
-                raise typer.Exit(2) from None
+                fail(f"{e} (promote.checkpoints)")
             decision = apply_gate(pp.model_name, str(mv.version), pp)
             run.log_dict(decision.to_dict(), "promotion.json")
             run.log_metrics({k: v for k, v in decision.to_dict().items()

@@ -10,10 +10,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.paths import PARAMS_FILE
-
-_PARAMS_OPT = typer.Option(PARAMS_FILE, "--params", help="params.yaml to read.")
-_SET_OPT = typer.Option(None, "--set", help="Override a param: KEY=VALUE (dotted key, YAML value); repeatable.")
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
 
 
 # What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
@@ -38,28 +35,19 @@ _TEAM_OOM_HINTS = (
 )
 
 
-def _load(params_path: Path, overrides: list[str] | None):
-    from corecode.config import ConfigError, load_params
-
-    try:
-        return load_params(params_path, overrides or [])
-    except ConfigError as e:
-        raise typer.BadParameter(str(e), param_hint="--params/--set") from None
-
-
 def _register_sft(app: typer.Typer) -> None:
     @app.command("sft")
     def sft(
         role: str = typer.Option(..., "--role", help="planner | coder | single | pta (plan-then-code, one model)"),
-        params: Path = _PARAMS_OPT,
-        set_: list[str] = _SET_OPT,
+        params: Path = PARAMS_OPTION,
+        set_: list[str] = SET_OPTION,
     ) -> None:
         """Supervised fine-tuning of one role with TRL's SFTTrainer -> data/checkpoints/sft_<role>/."""
         from corecode.training.sft_config import ROLES
 
         if role not in ROLES:
             raise typer.BadParameter(f"{role!r} is not one of {', '.join(ROLES)}", param_hint="--role")
-        p = _load(params, set_)
+        p = load_cli_params(params, set_)
         from corecode.tracking.runs import stage_run
         from corecode.training.sft import train_sft
 
@@ -111,11 +99,11 @@ def _register_single(app: typer.Typer) -> None:
         plan_then_code: bool = typer.Option(
             False, "--plan-then-code", help="PTA-GRPO: one model writes plan + code -> data/checkpoints/pta_grpo/."
         ),
-        params: Path = _PARAMS_OPT,
-        set_: list[str] = _SET_OPT,
+        params: Path = PARAMS_OPTION,
+        set_: list[str] = SET_OPTION,
     ) -> None:
         """Single-agent GRPO baseline with TRL's GRPOTrainer and sandbox rewards -> data/checkpoints/grpo_single/."""
-        p = _load(params, set_)
+        p = load_cli_params(params, set_)
         from corecode.tracking.runs import stage_run
         from corecode.training.single_grpo import train_grpo_single
 
@@ -142,7 +130,7 @@ def _register_team(app: typer.Typer) -> None:
     def _run(stage: str, fn_name: str, log_attr: str, params_path: Path, overrides: list[str] | None) -> None:
         import json
 
-        p = _load(params_path, overrides)
+        p = load_cli_params(params_path, overrides)
         from corecode.tracking.runs import stage_run
         from corecode.training import team_grpo
 
@@ -158,12 +146,12 @@ def _register_team(app: typer.Typer) -> None:
         typer.echo(json.dumps(final, indent=1))
 
     @app.command("grpo-team")
-    def grpo_team(params: Path = _PARAMS_OPT, set_: list[str] = _SET_OPT) -> None:
+    def grpo_team(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:
         """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.checkpoint_dir)."""
         _run("grpo_team", "run_team_grpo", "log_path", params, set_)
 
     @app.command("grpo-magrpo")
-    def grpo_magrpo(params: Path = _PARAMS_OPT, set_: list[str] = _SET_OPT) -> None:
+    def grpo_magrpo(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:
         """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo_checkpoint_dir)."""
         _run("grpo_magrpo", "run_magrpo", "magrpo_log_path", params, set_)
 
