@@ -19,7 +19,7 @@ step() {
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
 mkparams() {  # mkparams OUT [--set K=V ...]
   local out=$1; shift
-  python3 benchmarks/apply_profile.py configs/profiles/gpu-dev.yaml -o $out --set sandbox.isolation=unshare \
+  $CLI profile apply configs/profiles/gpu-dev.yaml -o $out --set sandbox.isolation=unshare \
     --set sandbox.python=$(command -v python3) --set grpo.max_steps=$STEPS --set grpo.eval_steps=0 \
     --set grpo.save_steps=100000 --set sft.max_steps=300 --set sft.planner.max_steps=300 \
     --set "evaluate.benchmarks=[composite_test]" "$@" >>"$R/log" 2>&1

@@ -15,7 +15,7 @@ step() {
   return $rc
 }
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
-python3 benchmarks/apply_profile.py configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=unshare \
+$CLI profile apply configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=unshare \
   --set sandbox.python=$(command -v python3) --set grpo.max_steps=$STEPS --set grpo.eval_steps=0 --set sft.max_steps=300 >>"$R/log" 2>&1
 export CUDA_VISIBLE_DEVICES=0
 step build_data $CLI build-data --params $P
