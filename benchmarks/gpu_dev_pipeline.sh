@@ -30,7 +30,7 @@ for combo in "bwrap true" "unshare true" "unshare false" "none false"; do
   set -- $combo
   $CLI profile apply configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=$1 --set sandbox.cgroup=$2 \
     --set sandbox.python=$(command -v python3) --set "evaluate.benchmarks=$EVAL_BENCH" \
-    ${GRPO_STEPS:+--set grpo.max_steps=$GRPO_STEPS} >>"$R/log" 2>&1
+    ${GRPO_STEPS:+--set grpo.team.max_steps=$GRPO_STEPS} >>"$R/log" 2>&1
   if step "selftest_$1_cgroup_$2" $CLI sandbox-selftest --params $P --isolation $1; then ISO="$1 cgroup=$2"; break; fi
 done
 echo "sandbox: $ISO" | tee -a "$R/steps.tsv"

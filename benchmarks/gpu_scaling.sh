@@ -16,7 +16,7 @@ step() {
 }
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
 $CLI profile apply configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=unshare \
-  --set sandbox.python=$(command -v python3) --set grpo.max_steps=$STEPS --set grpo.eval_steps=0 --set sft.max_steps=300 >>"$R/log" 2>&1
+  --set sandbox.python=$(command -v python3) --set grpo.team.max_steps=$STEPS --set grpo.team.eval_steps=0 --set sft.max_steps=300 >>"$R/log" 2>&1
 export CUDA_VISIBLE_DEVICES=0
 step build_data $CLI build-data --params $P
 step init_model $CLI init-model --params $P
@@ -25,8 +25,8 @@ step sft_coder $CLI sft --role coder --params $P
 step grpo_1gpu $CLI grpo-team --params $P
 export CUDA_VISIBLE_DEVICES=0,1
 step grpo_2gpu python3 -m accelerate.commands.launch --config_file configs/accelerate/ddp.yaml -m corecode.cli grpo-team \
-  --params $P --set grpo.planner_output=data/checkpoints/ddp_planner --set grpo.coder_output=data/checkpoints/ddp_coder \
-  --set grpo.checkpoint_dir=data/checkpoints/ddp_state --set grpo.log_path=data/reports/train/grpo_team_ddp.json
+  --params $P --set grpo.team.planner_output=data/checkpoints/ddp_planner --set grpo.team.coder_output=data/checkpoints/ddp_coder \
+  --set grpo.team.checkpoint_dir=data/checkpoints/ddp_state --set grpo.team.log_path=data/reports/train/grpo_team_ddp.json
 export CUDA_VISIBLE_DEVICES=0
 step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
 tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null

@@ -9,7 +9,7 @@ not the sandbox or a model's skill:
 - Team: corecode's team step (``corecode.training.rollout`` / ``advantages``, the code ``TeamGRPOTrainer`` runs):
   a Planner model samples 8 problems x G_p=2 plans (128 tokens), a separate Coder model samples G_c=4 programs per
   plan = 64 programs x 256 tokens; group advantages at both levels; both models updated (AdamW). Generation uses a
-  static KV cache (``grpo.static_cache``), which transformers compiles. Median over steps 2..N.
+  static KV cache (``grpo.team.static_cache``), which transformers compiles. Median over steps 2..N.
 
 Prints both medians and team/TRL. ``--tiny`` is a CPU smoke run (tiny model, short completions, 2 steps).
 Needs only torch, transformers, trl and datasets (the device image lacks pydantic, so corecode's package

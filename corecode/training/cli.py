@@ -26,12 +26,12 @@ _SINGLE_OOM_HINTS = (
     "set grpo.single.gradient_checkpointing: true or grpo.single.lora.enabled: true",
 )
 _TEAM_OOM_HINTS = (
-    "lower grpo.micro_batch_size (sequences per forward/backward)",
-    "lower grpo.generation_batch_size (prompts per generate call)",
-    "lower grpo.problems_per_step, grpo.num_plans or grpo.num_programs (the group sizes)",
-    "lower grpo.max_plan_tokens / grpo.max_code_tokens",
-    "set grpo.gradient_checkpointing: true, grpo.bf16: true, or grpo.lora_r > 0",
-    "put the roles on two GPUs: grpo.planner_device: cuda:0, grpo.coder_device: cuda:1",
+    "lower grpo.team.micro_batch_size (sequences per forward/backward)",
+    "lower grpo.team.generation_batch_size (prompts per generate call)",
+    "lower grpo.team.problems_per_step, grpo.team.num_plans or grpo.team.num_programs (the group sizes)",
+    "lower grpo.team.max_plan_tokens / grpo.team.max_code_tokens",
+    "set grpo.team.gradient_checkpointing: true, grpo.team.bf16: true, or grpo.team.lora.enabled: true",
+    "put the roles on two GPUs: grpo.team.planner_device: cuda:0, grpo.team.coder_device: cuda:1",
 )
 
 
@@ -77,11 +77,11 @@ def _sample_check(role: str, p, res) -> dict[str, float]:
     cfg = p.sft.for_role(role, p.seed)
     if not cfg.check_n or not Path(cfg.check_problems).exists():
         return {}
+    from corecode.data.io import read_problems
     from corecode.sandbox import Sandbox
     from corecode.training.sft import sample_check
-    from corecode.training.single_grpo import load_problems
 
-    problems = load_problems(cfg.check_problems, cfg.check_n)
+    problems = read_problems(cfg.check_problems, cfg.check_n)
     if role == "planner":  # plans are checked for form only; nothing runs
         check = sample_check(role, res.output_dir, problems, max_new_tokens=cfg.check_max_new_tokens)
     else:
@@ -127,7 +127,7 @@ def _register_team(app: typer.Typer) -> None:
     every ``corecode`` invocation (``--help`` included) take 13-26 s on the 2-core CPU box.
     """
 
-    def _run(stage: str, fn_name: str, log_attr: str, params_path: Path, overrides: list[str] | None) -> None:
+    def _run(stage: str, fn_name: str, section: str, params_path: Path, overrides: list[str] | None) -> None:
         import json
 
         p = load_cli_params(params_path, overrides)
@@ -140,20 +140,20 @@ def _register_team(app: typer.Typer) -> None:
             with oom_guard(stage, _TEAM_OOM_HINTS):
                 final = getattr(team_grpo, fn_name)(p)
             run.log_metrics({k.replace("/", "_"): v for k, v in final.items()})
-            log = Path(getattr(p.grpo, log_attr))
+            log = Path(getattr(p.grpo, section).log_path)
             if log.exists():
                 run.log_artifacts(log, "reports")
         typer.echo(json.dumps(final, indent=1))
 
     @app.command("grpo-team")
     def grpo_team(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:
-        """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.checkpoint_dir)."""
-        _run("grpo_team", "run_team_grpo", "log_path", params, set_)
+        """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.team.checkpoint_dir)."""
+        _run("grpo_team", "run_team_grpo", "team", params, set_)
 
     @app.command("grpo-magrpo")
     def grpo_magrpo(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:
-        """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo_checkpoint_dir)."""
-        _run("grpo_magrpo", "run_magrpo", "magrpo_log_path", params, set_)
+        """MAGRPO-style helper/main joint GRPO (resumes from grpo.magrpo.checkpoint_dir)."""
+        _run("grpo_magrpo", "run_magrpo", "magrpo", params, set_)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ from corecode.agents.extract import build_program, extract_code, extract_plan
 from corecode.agents.prompts import PLAN_CLOSE
 from corecode.data.schema import Problem
 from corecode.sandbox.types import SampleResult, Verdict
-from corecode.training.grpo_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
+from corecode.training.rewards_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
 
 _STEP = re.compile(r"^\s*(\d+)[.)]\s+\S", re.M)
 

@@ -195,15 +195,9 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
 def _peft_config(cfg: ResolvedSFT):
     if not cfg.lora.enabled:
         return None
-    from peft import LoraConfig
+    from corecode.models.lora import lora_config
 
-    return LoraConfig(
-        r=cfg.lora.r,
-        lora_alpha=cfg.lora.alpha,
-        lora_dropout=cfg.lora.dropout,
-        target_modules=cfg.lora.target_modules,
-        task_type="CAUSAL_LM",
-    )
+    return lora_config(cfg.lora)
 
 
 def _merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:

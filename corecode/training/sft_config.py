@@ -10,34 +10,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+from corecode.models.config import LoraParams
 
 # pta: plan-then-code in one model (PTA-GRPO start point), rows joined from planner.jsonl + coder.jsonl.
 Role = Literal["planner", "coder", "single", "pta"]
 ROLES: tuple[str, ...] = ("planner", "coder", "single", "pta")
 
 
-class LoraParams(BaseModel):
-    """LoRA adapter (peft) instead of a full fine-tune; off for the embedded default (it trains from scratch)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(False, description="Train a LoRA adapter instead of all weights (hub models on a GPU).")
-    r: int = Field(16, ge=1, description="LoRA rank.")
-    alpha: int = Field(32, ge=1, description="LoRA alpha (scaling = alpha / r).")
-    dropout: float = Field(0.05, ge=0.0, lt=1.0, description="Dropout on the LoRA branch.")
-    target_modules: list[str] | str = Field(
-        "all-linear", description="Modules that get adapters: a list of names or peft's 'all-linear'."
-    )
-    merge: bool = Field(
-        True, description="Merge the adapter into the base weights before saving, so later stages load a plain model."
-    )
-
-
 class SFTRoleParams(BaseModel):
     """Per-role overrides: every field left out (None) falls back to the section-level value."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler):
+        # An override that is not set is absent (params.yaml lists only what a role changes), never a null.
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     max_steps: int | None = Field(None, description="Override of sft.max_steps for this role.")
     num_train_epochs: float | None = Field(None, description="Override of sft.num_train_epochs for this role.")
@@ -63,11 +53,11 @@ class SFTParams(BaseModel):
         "data/checkpoints/base", description="Checkpoint SFT starts from (written by `corecode init-model`)."
     )
     max_steps: int = Field(
-        600, description="Optimizer steps per role; -1 means use num_train_epochs instead (TrainingArguments)."
+        1200, description="Optimizer steps per role; -1 means use num_train_epochs instead (TrainingArguments)."
     )
     num_train_epochs: float = Field(3.0, gt=0, description="Epochs when max_steps is -1.")
     learning_rate: float = Field(2e-3, gt=0, description="Peak learning rate (from-scratch tiny models like ~1e-3).")
-    batch_size: int = Field(16, ge=1, description="Per-device train batch size (sequences).")
+    batch_size: int = Field(8, ge=1, description="Per-device train batch size (sequences).")
     eval_batch_size: int = Field(64, ge=1, description="Per-device eval batch size.")
     gradient_accumulation_steps: int = Field(1, ge=1, description="Gradient accumulation steps.")
     max_length: int = Field(384, ge=8, description="Max tokens of prompt + completion; longer rows are truncated.")
@@ -75,15 +65,15 @@ class SFTParams(BaseModel):
     lr_scheduler_type: str = Field("cosine", description="transformers scheduler name (cosine, linear, constant...).")
     weight_decay: float = Field(0.01, ge=0.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
-    eval_steps: int = Field(200, ge=1, description="Evaluate on the val split every N steps (and at the end).")
+    eval_steps: int = Field(600, ge=1, description="Evaluate on the val split every N steps (and at the end).")
     logging_steps: int = Field(25, ge=1, description="Log train loss / lr every N steps.")
     completion_only_loss: bool = Field(
-        True,
+        False,
         description="Loss on completion tokens only (TRL's completion_only_loss). False adds the prompt's tokens: "
         "a model trained from scratch then also learns to read the problem language, not only to answer.",
     )
     max_eval_rows: int | None = Field(
-        256, description="Cap on val rows used for eval loss (keeps evaluation cheap on CPU); None = all."
+        128, description="Cap on val rows used for eval loss (keeps evaluation cheap on CPU); None = all."
     )
     save_steps: int | None = Field(
         None, description="Save resumable Trainer checkpoints every N steps under work_dir (None = only the final)."
@@ -112,11 +102,14 @@ class SFTParams(BaseModel):
         description="After training, greedy-sample the model on these problems (Problem JSONL) and score in the sandbox.",
     )
     check_n: int = Field(
-        32, ge=0, description="How many check problems (first N); 0 skips the post-SFT sample check."
+        16, ge=0, description="How many check problems (first N); 0 skips the post-SFT sample check."
     )
     check_max_new_tokens: int = Field(192, ge=1, description="Token budget of a sample-check completion.")
     lora: LoraParams = Field(default_factory=LoraParams, description="LoRA (peft) settings.")
-    planner: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role planner.")
+    planner: SFTRoleParams = Field(
+        default_factory=lambda: SFTRoleParams(max_steps=2600, learning_rate=1e-3),
+        description="Overrides for --role planner (plans are short: more steps at a lower rate).",
+    )
     coder: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role coder.")
     single: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role single.")
     pta: SFTRoleParams = Field(default_factory=SFTRoleParams, description="Overrides for --role pta (plan-then-code).")
@@ -137,51 +130,3 @@ class ResolvedSFT(SFTParams):
 
     role: Role
     seed: int = 0
-
-
-class SingleGRPOParams(BaseModel):
-    """Single-agent GRPO baselines (``corecode grpo-single [--plan-then-code]``): TRL's GRPOTrainer on one model.
-
-    Lives under ``grpo.single`` in params.yaml. Reward shaping weights are shared with the team trainer
-    (``grpo.coder_reward``) so both baselines and the team are scored the same way.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field("data/checkpoints/sft_single", description="Start checkpoint of `grpo-single` (KL reference).")
-    pta_model: str = Field(
-        "data/checkpoints/sft_pta", description="Start checkpoint of --plan-then-code (`corecode sft --role pta`)."
-    )
-    output: str = Field("data/checkpoints/grpo_single", description="Final model of `grpo-single`.")
-    pta_output: str = Field("data/checkpoints/pta_grpo", description="Final model of `grpo-single --plan-then-code`.")
-    train_problems: str = Field(
-        "data/processed/composite_train.jsonl", description="Problem JSONL the prompts come from (train split)."
-    )
-    max_problems: int | None = Field(None, description="Use only the first N problems (None = all).")
-    work_dir: str = Field("data/work", description="Trainer scratch (intermediate checkpoints), outside DVC outs.")
-    log_dir: str = Field("data/reports/train", description="Where grpo_single.json / pta_grpo.json log histories go.")
-    loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("dapo", description="TRL GRPOConfig.loss_type.")
-    num_generations: int = Field(4, ge=2, description="Completions per prompt (the GRPO group size).")
-    batch_size: int = Field(8, ge=1, description="Completions per device per step; a multiple of num_generations.")
-    gradient_accumulation_steps: int = Field(1, ge=1, description="Gradient accumulation steps.")
-    beta: float = Field(0.0, ge=0.0, description="KL coefficient to the start policy (0: no reference model).")
-    epsilon: float = Field(0.2, gt=0, description="Clip range of the importance ratio.")
-    scale_rewards: Literal["group", "batch", "none"] = Field("group", description="Advantage std scaling (TRL).")
-    max_completion_length: int = Field(128, ge=1, description="Max new tokens per completion.")
-    pta_max_completion_length: int = Field(224, ge=1, description="Max new tokens with --plan-then-code (plan+code).")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature of rollouts.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of rollouts.")
-    max_steps: int = Field(50, ge=1, description="Optimizer steps.")
-    learning_rate: float = Field(2e-5, gt=0, description="AdamW learning rate.")
-    lr_scheduler_type: str = Field("constant", description="transformers scheduler name.")
-    warmup_ratio: float = Field(0.0, ge=0.0, lt=1.0, description="Fraction of steps of warmup.")
-    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
-    logging_steps: int = Field(1, ge=1, description="Log every N steps.")
-    save_steps: int | None = Field(None, description="Resumable Trainer checkpoints every N steps (None = final only).")
-    plan_format_weight: float = Field(0.1, ge=0.0, description="--plan-then-code: weight of the plan-format term.")
-    seed: int | None = Field(None, description="Training seed (default: the global seed).")
-    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto = bf16 on a CUDA GPU, else fp32.")
-    gradient_checkpointing: bool = Field(
-        False, description="Activation checkpointing (TRL's GRPOConfig turns it on by default; off is faster on CPU)."
-    )
-    lora: LoraParams = Field(default_factory=LoraParams, description="LoRA (peft) instead of a full update.")

@@ -4,7 +4,7 @@
 ``corecode grpo-single --plan-then-code`` (PTA-GRPO style) has the same model write a plan and then the code in one
 completion (:func:`pta_prompt` / :func:`format_plan_then_code`), with a plan-format term added to the reward.
 Rewards come from ``corecode.training.rewards.SandboxCodeReward`` (the MAGRPO-style shaping shared with the team
-trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.coder_reward``); every completion runs
+trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.single.reward``); every completion runs
 only inside ``corecode.sandbox``. Everything else — sampling, group-relative advantages, the loss variant
 (``grpo`` / ``dapo`` / ``dr_grpo``), KL to the start policy — is TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
 """
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from corecode.agents.prompts import format_code, format_plan, planner_prompt
+from corecode.data.io import read_problems
 from corecode.data.schema import Problem
 from corecode.training.sft import checkpointing_kwarg, join_plan_then_code, save_final_model, warmup_kwarg
-from corecode.training.sft_config import SingleGRPOParams
+from corecode.training.single_grpo_config import SingleGRPOParams
 
 
 def pta_prompt(problem: Problem) -> str:
@@ -31,31 +32,6 @@ def pta_prompt(problem: Problem) -> str:
 def format_plan_then_code(plan: str, code: str) -> str:
     """PTA completion: the plan (plan tags), the code cue, the fenced code (what `sft --role pta` teaches)."""
     return join_plan_then_code(format_plan(plan), format_code(code))
-
-
-def load_problems(path: str | Path, limit: int | None = None) -> list[Problem]:
-    """Problems from a Problem JSONL file (``corecode build-data`` output); a bad line is reported with its number."""
-    from pydantic import ValidationError
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")
-    problems: list[Problem] = []
-    with path.open() as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                problems.append(Problem.model_validate_json(line))
-            except ValidationError as e:
-                first = e.errors()[0]
-                key = ".".join(str(x) for x in first["loc"]) or "<line>"
-                raise ValueError(f"{path}:{lineno}: invalid problem: {key}: {first['msg']}") from None
-            if limit is not None and len(problems) >= limit:
-                break
-    if not problems:
-        raise ValueError(f"{path}: no problems")
-    return problems
 
 
 def build_dataset(problems: list[Problem], plan_then_code: bool):
@@ -137,7 +113,7 @@ def train_grpo_single(
 ) -> SingleGRPOResult:
     """Run TRL's GRPOTrainer on one model with sandbox rewards and save the result (see the module docstring).
 
-    ``params`` is the whole ``Params`` (``grpo.single``, ``grpo.coder_reward``, ``sandbox``, ``seed`` are read).
+    ``params`` is the whole ``Params`` (``grpo.single``, ``sandbox`` and ``seed`` are read).
     ``sandbox`` is an open ``corecode.sandbox.Sandbox`` to reuse; by default one is opened from ``params.sandbox``.
     ``extra_reward_funcs`` are appended to ``reward_funcs`` (TRL sums them).
     """
@@ -148,7 +124,7 @@ def train_grpo_single(
     from corecode.training.rewards import SandboxCodeReward
     from corecode.training.sft import _merge_history, _peft_config
 
-    cfg: SingleGRPOParams = getattr(params.grpo, "single", None) or SingleGRPOParams()
+    cfg: SingleGRPOParams = params.grpo.single
     seed = params.seed if cfg.seed is None else cfg.seed
     name = "pta_grpo" if plan_then_code else "grpo_single"
     model_path = Path(model_path or (cfg.pta_model if plan_then_code else cfg.model))
@@ -157,7 +133,7 @@ def train_grpo_single(
     if not (model_path / "config.json").exists():
         raise FileNotFoundError(f"{model_path}: no model checkpoint (config.json); run `corecode sft` first")
 
-    problems = load_problems(problems_path or cfg.train_problems, cfg.max_problems)
+    problems = read_problems(problems_path or cfg.train_problems, cfg.max_problems)
     dataset = build_dataset(problems, plan_then_code)
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -175,7 +151,7 @@ def train_grpo_single(
         reward = SandboxCodeReward(
             problems,
             sandbox=sandbox,
-            weights=params.grpo.coder_reward,
+            weights=cfg.reward,
             plan_format_weight=cfg.plan_format_weight if plan_then_code else 0.0,
         )
         trainer = GRPOTrainer(

@@ -12,7 +12,7 @@ and its loss arithmetic (``rollout.py``), TRL's advantage arithmetic (``advantag
 sandbox scoring of one generation chunk overlaps generation of the next.
 
 Roles are two separate models (full fine-tune, or a LoRA adapter each: ``grpo.lora_r``) or one base with one LoRA
-adapter per role (``grpo.shared_base``). Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
+adapter per role (``grpo.team.shared_base``). Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
 ``grpo.ptx_coef`` adds InstructGPT's PPO-ptx term (the role's SFT loss in every update), which TRL does not offer and
 which the embedded default needs to take GRPO steps large enough to matter without unlearning SFT.
 """
@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
+from corecode.data.io import read_problems
 from corecode.data.schema import Problem
 from corecode.training.advantages import group_advantages
 from corecode.training.checkpointing import (
@@ -42,7 +43,7 @@ from corecode.training.checkpointing import (
     run_fingerprint,
     save_checkpoint,
 )
-from corecode.training.grpo_config import GRPOParams
+from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
 from corecode.training.rewards import (
     ReferenceCache,
     ascore_programs,
@@ -59,23 +60,6 @@ from corecode.training.rewards import (
 from corecode.training.rollout import LossConfig, Sample, generate_chunks, policy_loss_backward
 
 logger = logging.getLogger(__name__)
-
-
-def load_problems(path: str | Path) -> list[Problem]:
-    """Problem JSONL; a bad line raises an error naming the file and line."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")
-    out = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(Problem.model_validate_json(line))
-            except ValueError as e:
-                raise ValueError(f"{path}:{i}: not a valid Problem: {e}") from e
-    if not out:
-        raise ValueError(f"{path}: no problems")
-    return out
 
 
 @dataclass
@@ -121,14 +105,16 @@ class _TwoRoleTrainer:
 
     role_names: tuple[str, str] = ("a", "b")
 
-    def __init__(self, params: GRPOParams, models: dict[str, tuple], train_problems: Sequence[Problem], sandbox,
-                 seed: int = 0, val_problems: Sequence[Problem] = (), accelerator=None,
-                 max_new_tokens: dict[str, int] | None = None):
+    def __init__(self, params: TwoRoleGRPOParams, models: dict[str, tuple], train_problems: Sequence[Problem],
+                 sandbox, seed: int = 0, val_problems: Sequence[Problem] = (), accelerator=None,
+                 max_new_tokens: dict[str, int] | None = None, devices: dict[str, str | None] | None = None):
         from accelerate import Accelerator
         from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
 
-        self.p = params
+        from corecode.models.lora import lora_config
+
+        self.cfg = params
         self.seed = seed
         self.sandbox = sandbox
         self.train_problems = list(train_problems)
@@ -138,55 +124,55 @@ class _TwoRoleTrainer:
         if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
             raise ValueError("grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
                              "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1")
-        if self.fsdp and (not params.bf16 or params.lora_r):
-            raise ValueError("grpo-team under FSDP needs grpo.bf16: true and grpo.lora_r: 0: rollouts are sampled from "
+        if self.fsdp and (not params.bf16 or params.lora.enabled):
+            raise ValueError("grpo-team under FSDP needs bf16: true and lora.enabled: false: rollouts are sampled from "
                              "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
                              "to run the same number of forward passes)")
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
         self.roles: dict[str, Role] = {}
-        devices = {self.role_names[0]: params.planner_device, self.role_names[1]: params.coder_device}
-        self.shared = None  # one base + one LoRA adapter per role (grpo.shared_base)
-        # grpo.bf16: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16 copy of the
+        devices = devices or {}
+        self.shared = None  # one base + one LoRA adapter per role (shared_base)
+        # bf16: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16 copy of the
         # policy that does all sampling, refreshed after every optimizer step (what TRL does for its vLLM sampler).
         # Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile, and the
         # fp32 model under autocast cannot generate with a static KV cache (cache dtype fp32, k/v bf16).
         self.samplers: dict[str, torch.nn.Module] = {}
         if params.shared_base:
-            if not params.lora_r:
-                raise ValueError("grpo.shared_base needs grpo.lora_r > 0 (one LoRA adapter per role on one base)")
+            if not params.lora.enabled:
+                raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
             if self.acc.num_processes > 1:
-                raise ValueError("grpo.shared_base runs in one process; use separate role models for multi-GPU")
+                raise ValueError("shared_base runs in one process; use separate role models for multi-GPU")
             from peft import get_peft_model
 
             base, _ = models[self.role_names[0]]
-            self.shared = get_peft_model(base, self._lora_config(), adapter_name=self.role_names[0])
-            self.shared.add_adapter(self.role_names[1], self._lora_config())
+            self.shared = get_peft_model(base, lora_config(params.lora), adapter_name=self.role_names[0])
+            self.shared.add_adapter(self.role_names[1], lora_config(params.lora))
         for name in self.role_names:
             model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
             if tok.pad_token_id is None:
                 tok.pad_token = tok.eos_token
             if params.gradient_checkpointing:
                 model.gradient_checkpointing_enable()
-            dev = devices[name] if self.shared is None else None
+            dev = devices.get(name) if self.shared is None else None
             if dev is not None:
                 model.to(dev)
             ref = None
             if self.shared is not None:
-                train_params = [q for n, q in model.named_parameters() if f".{name}." in n and "lora_" in n]
-                for q in train_params:
-                    q.requires_grad_(True)
+                train_params = [w for n, w in model.named_parameters() if f".{name}." in n and "lora_" in n]
+                for weight in train_params:
+                    weight.requires_grad_(True)
             else:
-                if params.lora_r:
+                if params.lora.enabled:
                     from peft import get_peft_model
 
-                    model = get_peft_model(model, self._lora_config())
+                    model = get_peft_model(model, lora_config(params.lora))
                 elif params.beta:
                     ref = copy.deepcopy(model).eval().requires_grad_(False)
                     if dev is None:
                         ref.to(self.acc.device)
-                train_params = [q for q in model.parameters() if q.requires_grad]
-            if params.lora_r and params.beta:
+                train_params = [w for w in model.parameters() if w.requires_grad]
+            if params.lora.enabled and params.beta:
                 ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
             if params.bf16 and name not in self.samplers:  # one copy for both roles when they share a base
                 sampler = self._bf16_sampler(model, dev)
@@ -206,20 +192,20 @@ class _TwoRoleTrainer:
                                    params.temperature, 0)
 
     def _load_ptx_rows(self) -> dict[str, list[dict]]:
-        """The SFT rows of every role this run updates that has a dataset in grpo.ptx_data, read once."""
+        """The SFT rows of every role this run updates that has a dataset in ptx_data, read once."""
         from corecode.data.io import read_jsonl
 
         out = {}
         for role in self.role_names:
-            path = self.p.ptx_data.get(role)
-            if role in self.p.frozen_roles or path is None:  # MAGRPO's helper/main have no SFT data of their own
+            path = self.cfg.ptx_data.get(role)
+            if role in self.cfg.frozen_roles or path is None:
                 continue
             rows = read_jsonl(path)
             for i, row in enumerate(rows, 1):
                 if not isinstance(row.get("prompt"), str) or not isinstance(row.get("completion"), str):
-                    raise ValueError(f"{path}:{i}: grpo.ptx_data rows need string 'prompt' and 'completion' keys")
+                    raise ValueError(f"{path}:{i}: ptx_data rows need string 'prompt' and 'completion' keys")
             if not rows:
-                raise ValueError(f"{path}: grpo.ptx_data for {role!r} is empty")
+                raise ValueError(f"{path}: ptx_data for {role!r} is empty")
             out[role] = rows
         return out
 
@@ -230,7 +216,7 @@ class _TwoRoleTrainer:
         r = self.roles[role]
         rows = self.ptx_rows[role]
         rng = random.Random(f"{self.seed}-ptx-{role}-{self.state.step}-{self.acc.process_index}")
-        batch = rng.sample(rows, min(self.p.ptx_batch_size, len(rows)))
+        batch = rng.sample(rows, min(self.cfg.ptx_batch_size, len(rows)))
         tok = r.tokenizer
         limit = getattr(self.acc.unwrap_model(r.model).config, "max_position_embeddings", None) or 2048
         ids = [tok(x["prompt"] + x["completion"], add_special_tokens=False)["input_ids"][: limit - 1] + [tok.eos_token_id]
@@ -241,7 +227,7 @@ class _TwoRoleTrainer:
         input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
         mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
         loss = r.model(input_ids=input_ids, attention_mask=mask, labels=input_ids.masked_fill(mask == 0, -100)).loss
-        self.acc.backward(self.p.ptx_coef * loss)
+        self.acc.backward(self.cfg.ptx_coef * loss)
         return float(loss.detach())
 
     def _bf16_sampler(self, model: torch.nn.Module, device) -> torch.nn.Module:
@@ -251,7 +237,7 @@ class _TwoRoleTrainer:
 
     @torch.no_grad()
     def sync_sampler(self, role: str) -> None:
-        """Copy ``role``'s trainable fp32 weights into its bf16 sampling copy (no-op without grpo.bf16)."""
+        """Copy ``role``'s trainable fp32 weights into its bf16 sampling copy (no-op without bf16)."""
         sampler = self.samplers.get(role)
         if sampler is None:
             return
@@ -260,20 +246,13 @@ class _TwoRoleTrainer:
             if src.requires_grad:  # FSDP2 shards are DTensors: gather (every rank calls this in the same order)
                 dst.copy_(src.full_tensor() if hasattr(src, "full_tensor") else src)
 
-    def _lora_config(self):
-        from peft import LoraConfig
-
-        p = self.p
-        return LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
-                          target_modules=p.lora_target_modules, task_type="CAUSAL_LM")
-
     def activate(self, role: str) -> None:
         """With a shared base, route forward passes through ``role``'s adapter (a no-op for separate models)."""
         if self.shared is not None:
             self.shared.set_adapter(role)
-            for n, q in self.shared.named_parameters():  # set_adapter freezes the other adapter; keep both trainable
+            for n, weight in self.shared.named_parameters():  # set_adapter freezes the other adapter: keep both
                 if "lora_" in n:
-                    q.requires_grad_(True)
+                    weight.requires_grad_(True)
             if role in self.samplers:
                 self.samplers[role].set_adapter(role)
 
@@ -281,7 +260,7 @@ class _TwoRoleTrainer:
     def batch_problems(self, step: int) -> list[Problem]:
         """The problems of ``step`` for this process: an epoch-wise seeded permutation, so the data position is a
         pure function of the step (nothing else to checkpoint)."""
-        n, per = len(self.train_problems), self.p.problems_per_step
+        n, per = len(self.train_problems), self.cfg.problems_per_step
         start = (step * self.acc.num_processes + self.acc.process_index) * per
         out = []
         for pos in range(start, start + per):
@@ -292,11 +271,11 @@ class _TwoRoleTrainer:
 
     def updating(self, step: int) -> list[str]:
         """Roles updated at ``step``: both (joint) or one per stage (alternate, first role first)."""
-        if self.p.schedule == "joint":
+        if self.cfg.schedule == "joint":
             roles = list(self.role_names)
         else:
-            roles = [self.role_names[(step // self.p.alternate_every) % 2]]
-        return [r for r in roles if r not in self.p.frozen_roles]
+            roles = [self.role_names[(step // self.cfg.alternate_every) % 2]]
+        return [r for r in roles if r not in self.cfg.frozen_roles]
 
     # -- sandbox ------------------------------------------------------------------------------------------------------
     def submit(self, items: list[tuple[Problem, str | None]]) -> concurrent.futures.Future:
@@ -322,9 +301,9 @@ class _TwoRoleTrainer:
         self.activate(role)
         r = self.roles[role]
         model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
-        return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.p.temperature, self.p.top_p,
-                               self.p.generation_batch_size, do_sample=not greedy, static_cache=self.p.static_cache,
-                               lean_decode=self.p.lean_decode)
+        return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.cfg.temperature, self.cfg.top_p,
+                               self.cfg.generation_batch_size, do_sample=not greedy, static_cache=self.cfg.static_cache,
+                               lean_decode=self.cfg.lean_decode)
 
     def gather(self, values: torch.Tensor) -> torch.Tensor:
         """All processes' values (for logging); collectives need the tensor on the accelerator's device."""
@@ -335,22 +314,22 @@ class _TwoRoleTrainer:
                record_old: bool = False) -> dict[str, float]:
         self.activate(role)
         r = self.roles[role]
-        cfg = copy.copy(self.loss_cfg)
-        cfg.max_completion_length = r.max_new_tokens
-        stats = policy_loss_backward(r.model, samples, advantages, cfg, r.tokenizer.pad_token_id,
-                                     self.p.micro_batch_size, r.ref_model, backward=self.acc.backward,
+        loss_cfg = copy.copy(self.loss_cfg)
+        loss_cfg.max_completion_length = r.max_new_tokens
+        stats = policy_loss_backward(r.model, samples, advantages, loss_cfg, r.tokenizer.pad_token_id,
+                                     self.cfg.micro_batch_size, r.ref_model, backward=self.acc.backward,
                                      skip_zero_advantage=self.acc.num_processes == 1, record_old=record_old)
         if role in self.ptx_rows:
             stats["ptx_loss"] = self.ptx_backward(role)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
             # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
-            norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm)
+            norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.cfg.max_grad_norm)
             stats["grad_norm"] = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
         else:
-            stats["grad_norm"] = float(self.acc.clip_grad_norm_(r.model.parameters(), self.p.max_grad_norm))
+            stats["grad_norm"] = float(self.acc.clip_grad_norm_(r.model.parameters(), self.cfg.max_grad_norm))
         stats["skipped_update"] = float(not math.isfinite(stats["grad_norm"]))
         if stats["skipped_update"]:  # as torch.amp's GradScaler does: never let one inf/NaN gradient into the weights
-            bad = [n for n, q in r.model.named_parameters() if q.grad is not None and not q.grad.isfinite().all()]
+            bad = [n for n, w in r.model.named_parameters() if w.grad is not None and not w.grad.isfinite().all()]
             logger.warning("%s: non-finite gradient norm at step %d, update skipped (%d tensors, first: %s)", role,
                            self.state.step + 1, len(bad), bad[:4])
             r.optimizer.zero_grad(set_to_none=True)
@@ -378,12 +357,12 @@ class _TwoRoleTrainer:
         t0 = time.perf_counter()
         timer: dict[str, float] = {}
         per_role, metrics = self.rollout(self.batch_problems(step), timer)
-        mu = self.p.num_iterations
+        iterations = self.cfg.num_iterations
         for role in self.updating(step):
             samples, adv = per_role[role]
-            for it in range(mu):  # several optimizer steps on one batch: stats are their means
-                for k, v in self.update(role, samples, adv, record_old=mu > 1 and it == 0).items():
-                    metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / mu
+            for it in range(iterations):  # several optimizer steps on one batch: stats are their means
+                for k, v in self.update(role, samples, adv, record_old=iterations > 1 and it == 0).items():
+                    metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / iterations
         dt = time.perf_counter() - t0
         new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples)
         metrics.update(step_time_s=dt, tokens_per_s=new_tokens / dt, generation_s=timer.get("generation_s", 0.0),
@@ -404,13 +383,13 @@ class _TwoRoleTrainer:
         if mlflow is not None and mlflow.active_run() is not None:
             mlflow.log_metrics({k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
                                step=self.state.step)
-        path = Path(self.p.log_path)
+        path = Path(self.cfg.log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.state.history, indent=1))
 
     def resume(self) -> Path | None:
         """Load the newest complete checkpoint of ``checkpoint_dir`` (if ``resume``); returns its path."""
-        ckpt = latest_checkpoint(self.p.checkpoint_dir) if self.p.resume else None
+        ckpt = latest_checkpoint(self.cfg.checkpoint_dir) if self.cfg.resume else None
         if ckpt is not None:
             load_checkpoint(self.acc, ckpt)
             for role in self.role_names:
@@ -422,18 +401,18 @@ class _TwoRoleTrainer:
         """Run to ``max_steps`` (from the last checkpoint if resuming); returns the final evaluation metrics."""
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=self.p.max_steps, initial=self.state.step, desc="team GRPO",
+        bar = tqdm(total=self.cfg.max_steps, initial=self.state.step, desc="team GRPO",
                    disable=not progress or not self.acc.is_main_process)
-        while self.state.step < self.p.max_steps:
+        while self.state.step < self.cfg.max_steps:
             metrics = self.train_step()
             s = self.state.step
-            if self.p.eval_steps and s % self.p.eval_steps == 0 and s < self.p.max_steps:
+            if self.cfg.eval_steps and s % self.cfg.eval_steps == 0 and s < self.cfg.max_steps:
                 metrics.update(self.evaluate())
             self.log(metrics)
             bar.update(1)
             bar.set_postfix({k: f"{v:.3g}" for k, v in metrics.items() if k.startswith("reward/")})
-            if s % self.p.save_steps == 0 and s < self.p.max_steps:
-                save_checkpoint(self.acc, self.p.checkpoint_dir, s, self.p.save_total_limit)
+            if s % self.cfg.save_steps == 0 and s < self.cfg.max_steps:
+                save_checkpoint(self.acc, self.cfg.checkpoint_dir, s, self.cfg.save_total_limit)
         bar.close()
         final = self.evaluate()
         if final:
@@ -454,7 +433,7 @@ class _TwoRoleTrainer:
         for name, out in outputs.items():
             r = self.roles[name]
             model = self.acc.unwrap_model(r.model)
-            if self.p.lora_r:  # outputs are plain checkpoints: merge the role's adapter into a copy of the base
+            if self.cfg.lora.enabled:  # outputs are plain checkpoints: merge the role's adapter into a copy of the base
                 model = copy.deepcopy(model).merge_and_unload(adapter_names=[name] if self.shared else None)
             model.save_pretrained(out)
             r.tokenizer.save_pretrained(out)
@@ -476,10 +455,11 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
 
     role_names = ("planner", "coder")
 
-    def __init__(self, params: GRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(),
+    def __init__(self, params: TeamGRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(),
                  accelerator=None):
         super().__init__(params, {"planner": planner, "coder": coder}, train_problems, sandbox, seed, val_problems,
-                         accelerator, {"planner": params.max_plan_tokens, "coder": params.max_code_tokens})
+                         accelerator, {"planner": params.max_plan_tokens, "coder": params.max_code_tokens},
+                         {"planner": params.planner_device, "coder": params.coder_device})
 
     @staticmethod
     def plan_for_coder(text: str) -> str | None:
@@ -487,16 +467,17 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         return ex.value if ex.ok else (text.strip() or None)
 
     def rollout(self, problems, timer):
-        p = self.p
-        gp, gc = p.num_plans, p.num_programs
+        cfg = self.cfg
+        n_plans, n_programs = cfg.num_plans, cfg.num_programs
         t = time.perf_counter()
-        plans = [g for chunk in self.sample("planner", [planner_prompt(x) for x in problems], gp) for g in chunk]
+        plans = [group for chunk in self.sample("planner", [planner_prompt(x) for x in problems], n_plans)
+                 for group in chunk]
         flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
         coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
         programs: list[Sample] = []
         futures = []
-        for chunk in self.sample("coder", coder_prompts, gc):
-            start = len(programs) // gc
+        for chunk in self.sample("coder", coder_prompts, n_programs):
+            start = len(programs) // n_programs
             for (prob, _), group in zip(flat_plans[start : start + len(chunk)], chunk):
                 programs.extend(group)
             items = [(flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
@@ -504,38 +485,39 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             futures.append(self.submit(items))
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait(futures, timer)
-        w = p.coder_reward
-        refs = self.references_for(problems, bool(w.time or w.memory or p.planner_reward.time))
-        program_problems = [prob for prob, _ in flat_plans for _ in range(gc)]
-        plan_texts = [self.plan_for_coder(s.completion.text) for _, s in flat_plans for _ in range(gc)]
+        weights = cfg.coder_reward
+        refs = self.references_for(problems, bool(weights.time or weights.memory or cfg.planner_reward.time))
+        program_problems = [prob for prob, _ in flat_plans for _ in range(n_programs)]
+        plan_texts = [self.plan_for_coder(s.completion.text) for _, s in flat_plans for _ in range(n_programs)]
         adherence = [plan_adherence(plan, extract_code(s.completion.text, prob).value)  # logged even at weight 0
                      for plan, s, prob in zip(plan_texts, programs, program_problems)]
-        r_c = torch.tensor([coder_reward(res, w, refs.get(prob.task_id), adh)
-                            for prob, res, adh in zip(program_problems, results, adherence)])
-        r_p = torch.tensor([
-            planner_reward(s.completion.text, r_c[i * gc : (i + 1) * gc].tolist(), results[i * gc : (i + 1) * gc],
-                           p.planner_reward, refs.get(prob.task_id))
+        coder_rewards = torch.tensor([coder_reward(res, weights, refs.get(prob.task_id), adh)
+                                      for prob, res, adh in zip(program_problems, results, adherence)])
+        planner_rewards = torch.tensor([
+            planner_reward(s.completion.text, coder_rewards[i * n_programs : (i + 1) * n_programs].tolist(),
+                           results[i * n_programs : (i + 1) * n_programs], cfg.planner_reward, refs.get(prob.task_id))
             for i, (prob, s) in enumerate(flat_plans)
         ])
-        adv_p, zero_p = group_advantages(r_p, gp, p.scale_rewards)
-        adv_c, zero_c = group_advantages(r_c, gc, p.scale_rewards)
+        planner_adv, planner_zero = group_advantages(planner_rewards, n_plans, cfg.scale_rewards)
+        coder_adv, coder_zero = group_advantages(coder_rewards, n_programs, cfg.scale_rewards)
         plan_samples = [s for _, s in flat_plans]
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
-        gathered = {k: self.gather(v) for k, v in
-                    dict(r_p=r_p, r_c=r_c, passed=passed, adherence=torch.tensor(adherence)).items()}
-        m = {
-            "reward/planner": float(gathered["r_p"].mean()), "reward/coder": float(gathered["r_c"].mean()),
+        gathered = {k: self.gather(v) for k, v in dict(planner_rewards=planner_rewards, coder_rewards=coder_rewards,
+                                                       passed=passed, adherence=torch.tensor(adherence)).items()}
+        metrics = {
+            "reward/planner": float(gathered["planner_rewards"].mean()),
+            "reward/coder": float(gathered["coder_rewards"].mean()),
             "pass_rate/coder": float(gathered["passed"].mean()),
-            "pass_rate/planner": float(gathered["passed"].view(-1, gc).mean(1).mean()),
+            "pass_rate/planner": float(gathered["passed"].view(-1, n_programs).mean(1).mean()),
             "coder/plan_adherence": float(gathered["adherence"].mean()),
             "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
-            "planner/adv_std": float(adv_p.std()), "coder/adv_std": float(adv_c.std()),
-            "planner/zero_std_frac": float(zero_p.view(-1, gp)[:, 0].float().mean()),
-            "coder/zero_std_frac": float(zero_c.view(-1, gc)[:, 0].float().mean()),
+            "planner/adv_std": float(planner_adv.std()), "coder/adv_std": float(coder_adv.std()),
+            "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
+            "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
         }
-        m.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
-        m.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
-        return {"planner": (plan_samples, adv_p), "coder": (programs, adv_c)}, m
+        metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
+        metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
+        return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
 
     def collaboration_gain(self, problems: Sequence[Problem] | None = None) -> dict[str, float]:
         """Coder pass rate with the Planner's (greedy) plan minus without a plan, on the same problems (greedy)."""
@@ -570,42 +552,44 @@ class MAGRPOTrainer(_TwoRoleTrainer):
 
     role_names = ("helper", "main")
 
-    def __init__(self, params: GRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(),
+    def __init__(self, params: MAGRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(),
                  accelerator=None):
         super().__init__(params, {"helper": helper, "main": main}, train_problems, sandbox, seed, val_problems,
-                         accelerator, {"helper": params.max_plan_tokens, "main": params.max_code_tokens})
+                         accelerator, {"helper": params.max_helper_tokens, "main": params.max_main_tokens},
+                         {"helper": params.helper_device, "main": params.main_device})
 
-    def play(self, problems: list[Problem], g: int, greedy: bool = False):
+    def play(self, problems: list[Problem], group_size: int, greedy: bool = False):
         """Sample G helpers per problem, one main per helper; returns samples and (problem, helper, main, program)."""
-        helpers = [s for c in self.sample("helper", [helper_prompt(x) for x in problems], g, greedy) for grp in c
-                   for s in grp]
-        owners = [x for x in problems for _ in range(g)]
+        helpers = [s for chunk in self.sample("helper", [helper_prompt(x) for x in problems], group_size, greedy)
+                   for group in chunk for s in group]
+        owners = [x for x in problems for _ in range(group_size)]
         helper_codes = [extract_code(h.completion.text, None).value for h in helpers]
-        mains = [grp[0] for c in self.sample("main", [main_prompt(x, hc) for x, hc in zip(owners, helper_codes)], 1,
-                                             greedy) for grp in c]
+        main_prompts = [main_prompt(x, code) for x, code in zip(owners, helper_codes)]
+        mains = [group[0] for chunk in self.sample("main", main_prompts, 1, greedy) for group in chunk]
         joint = []
-        for prob, hc, m in zip(owners, helper_codes, mains):
-            mc = extract_code(m.completion.text, prob).value
-            program = build_program(prob, f"{hc}\n\n\n{mc}") if hc and mc else None
-            joint.append((prob, hc, mc, program))
+        for prob, helper_code, main in zip(owners, helper_codes, mains):
+            main_code = extract_code(main.completion.text, prob).value
+            program = build_program(prob, f"{helper_code}\n\n\n{main_code}") if helper_code and main_code else None
+            joint.append((prob, helper_code, main_code, program))
         return helpers, mains, joint
 
     def rollout(self, problems, timer):
-        g = self.p.num_generations
+        group_size = self.cfg.num_generations
         t = time.perf_counter()
-        helpers, mains, joint = self.play(problems, g)
+        helpers, mains, joint = self.play(problems, group_size)
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait([self.submit([(prob, program) for prob, _, _, program in joint])], timer)
-        rewards = torch.tensor([magrpo_reward(prob, hc, mc, res, self.p.magrpo_reward)
-                                for (prob, hc, mc, _), res in zip(joint, results)])
-        adv, zero = group_advantages(rewards, g, self.p.scale_rewards)
+        rewards = torch.tensor([magrpo_reward(prob, helper_code, main_code, res, self.cfg.reward)
+                                for (prob, helper_code, main_code, _), res in zip(joint, results)])
+        adv, zero = group_advantages(rewards, group_size, self.cfg.scale_rewards)
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
-        m = {"reward/joint": float(self.gather(rewards).mean()),
-             "pass_rate/joint": float(self.gather(passed).mean()),
-             "joint/adv_std": float(adv.std()), "joint/zero_std_frac": float(zero.view(-1, g)[:, 0].float().mean())}
-        m.update(_stats("helper/completion_len", torch.tensor([s.completion.num_tokens for s in helpers])))
-        m.update(_stats("main/completion_len", torch.tensor([s.completion.num_tokens for s in mains])))
-        return {"helper": (helpers, adv), "main": (mains, adv)}, m
+        metrics = {"reward/joint": float(self.gather(rewards).mean()),
+                   "pass_rate/joint": float(self.gather(passed).mean()),
+                   "joint/adv_std": float(adv.std()),
+                   "joint/zero_std_frac": float(zero.view(-1, group_size)[:, 0].float().mean())}
+        metrics.update(_stats("helper/completion_len", torch.tensor([s.completion.num_tokens for s in helpers])))
+        metrics.update(_stats("main/completion_len", torch.tensor([s.completion.num_tokens for s in mains])))
+        return {"helper": (helpers, adv), "main": (mains, adv)}, metrics
 
     def evaluate(self) -> dict[str, float]:
         if not self.val_problems:
@@ -620,9 +604,9 @@ class MAGRPOTrainer(_TwoRoleTrainer):
 # Entry points
 
 
-def load_role_model(path: str, bf16: bool = False):
+def load_role_model(path: str):
     """A role's model + tokenizer from a save_pretrained directory (SFT output). Always fp32: these are the master
-    weights; ``bf16`` (grpo.bf16) is applied by the trainer as autocast + a bf16 sampling copy, never to them."""
+    weights; ``bf16`` is applied by the trainer as autocast + a bf16 sampling copy, never to them."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not Path(path).exists():
@@ -632,43 +616,29 @@ def load_role_model(path: str, bf16: bool = False):
     return model, tok
 
 
-def magrpo_params(g: GRPOParams) -> GRPOParams:
-    """The MAGRPO run's view of ``grpo``: its own checkpoint dir and log, and its own budget where
-    ``magrpo_max_steps`` / ``magrpo_problems_per_step`` / ``magrpo_learning_rate`` are set (the baseline need not get
-    the team's RL budget)."""
-    budget = {"max_steps": g.magrpo_max_steps, "problems_per_step": g.magrpo_problems_per_step,
-              "learning_rate": g.magrpo_learning_rate}
-    return g.model_copy(update={"checkpoint_dir": g.magrpo_checkpoint_dir, "log_path": g.magrpo_log_path,
-                                **{k: v for k, v in budget.items() if v is not None}})
-
-
-def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None, progress=True) -> dict[str, float]:
+def _run(trainer_cls: type[_TwoRoleTrainer], cfg: TwoRoleGRPOParams, starts: tuple[str, str],
+         outputs: tuple[str, str], params, train_problems=None, val_problems=None, sandbox=None,
+         progress=True) -> dict[str, float]:
+    """Load the two roles' start checkpoints, train from the last checkpoint (if any), save both roles."""
     from transformers import set_seed
 
     from corecode.sandbox import Sandbox
 
-    g: GRPOParams = params.grpo
     set_seed(params.seed)
-    train_problems = train_problems if train_problems is not None else load_problems(g.train_problems)
+    train_problems = train_problems if train_problems is not None else read_problems(cfg.train_problems)
     if val_problems is None:
-        val_problems = load_problems(g.val_problems) if g.eval_problems and Path(g.val_problems).exists() else []
-    if kind == "team":
-        starts, outputs = (g.planner_model, g.coder_model), (g.planner_output, g.coder_output)
-    else:
-        starts, outputs = (g.magrpo_helper_model, g.magrpo_main_model), (g.magrpo_helper_output, g.magrpo_main_output)
-        g = magrpo_params(g)
-    first = load_role_model(starts[0], g.bf16)
-    second = first if g.shared_base else load_role_model(starts[1], g.bf16)  # shared base: one model, 2 adapters
+        val_problems = read_problems(cfg.val_problems) if cfg.eval_problems and Path(cfg.val_problems).exists() else []
+    first = load_role_model(starts[0])
+    second = first if cfg.shared_base else load_role_model(starts[1])  # shared base: one model, two adapters
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox(params.sandbox)
-    cls = TeamGRPOTrainer if kind == "team" else MAGRPOTrainer
-    trainer = cls(g, first, second, train_problems, sandbox, params.seed, val_problems)
+    trainer = trainer_cls(cfg, first, second, train_problems, sandbox, params.seed, val_problems)
     try:
-        fingerprint = run_fingerprint(g.model_dump(mode="json"), params.seed, list(starts))
-        if claim_checkpoint_dir(g.checkpoint_dir, fingerprint):
+        fingerprint = run_fingerprint(cfg.model_dump(mode="json"), params.seed, list(starts))
+        if claim_checkpoint_dir(cfg.checkpoint_dir, fingerprint):
             trainer.resume()
         final = trainer.train(progress=progress)
-        trainer.save_models(dict(zip(cls.role_names, outputs)))
+        trainer.save_models(dict(zip(trainer_cls.role_names, outputs)))
     finally:
         trainer.close()
         if own_sandbox and hasattr(sandbox, "close"):
@@ -677,12 +647,16 @@ def _run(kind: str, params, train_problems=None, val_problems=None, sandbox=None
 
 
 def run_team_grpo(params, **kw) -> dict[str, float]:
-    """Train the Planner -> Coder team from ``params`` (a ``corecode.config.Params``); returns final eval metrics
-    (Collaboration Gain). Resumes from ``grpo.checkpoint_dir`` when a checkpoint is there."""
-    return _run("team", params, **kw)
+    """Train the Planner -> Coder team from ``params.grpo.team`` (``params``: a ``corecode.config.Params``); returns
+    the final evaluation metrics (Collaboration Gain). Resumes from ``checkpoint_dir`` when a checkpoint is there."""
+    cfg = params.grpo.team
+    return _run(TeamGRPOTrainer, cfg, (cfg.planner_model, cfg.coder_model), (cfg.planner_output, cfg.coder_output),
+                params, **kw)
 
 
 def run_magrpo(params, **kw) -> dict[str, float]:
-    """MAGRPO helper/main training from ``grpo.magrpo_*`` paths (starts, outputs, checkpoints, log)."""
-    return _run("magrpo", params, **kw)
+    """MAGRPO helper/main training from ``params.grpo.magrpo``; resumes like :func:`run_team_grpo`."""
+    cfg = params.grpo.magrpo
+    return _run(MAGRPOTrainer, cfg, (cfg.helper_model, cfg.main_model), (cfg.helper_output, cfg.main_output),
+                params, **kw)
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from corecode.agents.config import AgentsParams, RoleModel
 from corecode.agents.debugging import DebuggingTeam
 from corecode.agents.factory import build_team, resolve_role_model
-from corecode.agents.retrieval import ProblemIndex, RetrievalTeam, load_problems_jsonl, tokenize
+from corecode.agents.retrieval import ProblemIndex, RetrievalTeam, tokenize
 from corecode.agents.teams import CoTTeam, HelperMainTeam, PlannerCoderTeam, SingleTeam
 from corecode.config import ConfigError, load_params
 from corecode.data.schema import Problem
@@ -33,10 +33,11 @@ def write_params(tmp_path, body: str):
 
 
 def test_defaults_validate_and_cover_every_type():
-    from corecode.evaluation.config import EvaluateParams
+    import yaml
 
     a = AgentsParams()
-    assert set(EvaluateParams().methods) <= set(a.teams)  # the pipeline evaluates these team names
+    dvc = yaml.safe_load((Path(__file__).resolve().parents[2] / "dvc.yaml").read_text())
+    assert set(dvc["stages"]["evaluate"]["foreach"]) <= set(a.teams)  # the pipeline evaluates these team names
     assert {s.type for s in a.teams.values()} == {
         "single", "single_cot", "plan_then_code", "planner_coder", "helper_main", "retrieval", "debugging"
     }
@@ -184,11 +185,3 @@ def test_retrieval_team_puts_neighbours_in_the_planner_prompt(scripted, tmp_path
     assert prompt.endswith("### Problem\n" + q.prompt + "\n### Plan\n")
     assert row[0].meta["retrieved"] == ["tr/1"] and row[0].plan == "1. count"
 
-
-def test_load_problems_jsonl_error_names_line(tmp_path):
-    path = tmp_path / "bad.jsonl"
-    path.write_text(CORPUS[0].model_dump_json() + "\n" + json.dumps({"task_id": 3}) + "\n")
-    with pytest.raises(ValueError, match=rf"{path}: row 2: task_id"):
-        load_problems_jsonl(path)
-    with pytest.raises(FileNotFoundError, match="retrieval corpus not found"):
-        load_problems_jsonl(tmp_path / "missing.jsonl")

@@ -22,12 +22,19 @@ from corecode.data.composite import (
 from corecode.data.config import CompositeParams
 from corecode.data.steps import STEP_BY_NAME
 
-SMALL = CompositeParams(n_train=300, n_val=40, n_test=60)
+
+def _composite(**kw) -> CompositeParams:
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
+
+SMALL = _composite(n_train=300, n_val=40, n_test=60)
 
 
 @pytest.fixture(scope="module")
 def suite():
-    return generate_composite(CompositeParams(), seed=0)
+    return generate_composite(_composite(), seed=0)
 
 
 def test_sizes_ids_and_determinism(suite):
@@ -116,7 +123,7 @@ def test_unseen_chains_reuse_seen_pairs_in_new_sequences():
         if kind == "ood:chain":  # same steps (and constants) never chained this way in train/val
             assert tuple(line.split(". ", 1)[1] for line in p.plan.splitlines()) not in seqs
     with pytest.raises(ValueError, match="test_unseen_chain_frac"):
-        CompositeParams(test_longer_frac=0.6, test_unseen_chain_frac=0.5)
+        _composite(test_longer_frac=0.6, test_unseen_chain_frac=0.5)
 
 
 def test_rl_split_is_new_compositions_and_moves_no_other_split():
@@ -185,14 +192,14 @@ def test_guard_branch_and_constants():
 
 
 def test_knobs_restrict_steps_and_reject_unknown():
-    cfg = CompositeParams(n_train=50, n_val=5, n_test=10, steps=["filter", "map", "sum", "count"], test_max_steps=3,
+    cfg = _composite(n_train=50, n_val=5, n_test=10, steps=["filter", "map", "sum", "count"], test_max_steps=3,
                           test_longer_frac=0.0, heldout_pair_frac=0.2)
     out = generate_composite(cfg, seed=0)
     assert {t for p in out["train"] for t in p.tags} <= {"filter", "map", "reduce", "count"}
     with pytest.raises(ValueError, match="unknown step names/kinds"):
-        generate_composite(CompositeParams(steps=["teleport"]), seed=0)
+        generate_composite(_composite(steps=["teleport"]), seed=0)
     with pytest.raises(ValueError, match="test_max_steps"):
-        CompositeParams(train_max_steps=4, test_max_steps=3)
+        _composite(train_max_steps=4, test_max_steps=3)
 
 
 def test_phrasing_variety_one_uses_first_phrasings_only():
@@ -205,7 +212,7 @@ def test_phrasing_variety_one_uses_first_phrasings_only():
 def test_copy_baseline_is_low_on_test_but_perfect_on_train_itself():
     from corecode.data.difficulty import copy_baseline
 
-    out = generate_composite(CompositeParams(n_train=400, n_val=0, n_test=80), seed=0)
+    out = generate_composite(_composite(n_train=400, n_val=0, n_test=80), seed=0)
     assert copy_baseline(out["train"], out["train"][:30])["all"] == 1.0  # the metric can succeed
     rates = copy_baseline(out["train"], out["test"])
     assert rates["all"] < 0.15 and set(rates) == {"all", "ood:length", "ood:pair"}

@@ -10,10 +10,16 @@ from corecode.data.config import CompositeParams
 sandbox_mod = pytest.importorskip("corecode.sandbox.sandbox")
 
 
+def _composite(**kw) -> CompositeParams:
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
+
 def test_gold_passes_and_off_by_one_fails_in_sandbox():
     from corecode.sandbox.isolation import SandboxUnavailable
 
-    probs = generate_composite(CompositeParams(n_train=10, n_val=0, n_test=20), seed=0)
+    probs = generate_composite(_composite(n_train=10, n_val=0, n_test=20), seed=0)
     sample = probs["train"] + probs["test"]
     try:
         with sandbox_mod.Sandbox() as sb:

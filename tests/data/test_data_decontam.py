@@ -11,6 +11,12 @@ from corecode.data.decontam import decontaminate, ngrams
 from corecode.data.io import read_jsonl
 from corecode.data.loaders.humaneval import load_humaneval
 
+def _composite(**kw) -> CompositeParams:
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 
 
@@ -25,7 +31,7 @@ def test_copy_of_eval_problem_is_dropped_composite_kept():
     copy = he[10].model_copy(update={"task_id": "train/copy", "source": "scraped", "split": "train"})
     light = he[11].model_copy(update={"task_id": "train/light", "prompt": "def f(x):\n    'unrelated words here'\n",
                                       "reference_solution": "def f(x):\n    return x\n"})
-    composite = generate_composite(CompositeParams(n_train=200, n_val=0, n_test=0), seed=0)["train"]
+    composite = generate_composite(_composite(n_train=200, n_val=0, n_test=0), seed=0)["train"]
     rep = decontaminate(composite + [copy, light], he, n=10, threshold=0.5)
     assert [p.task_id for p, _, _ in rep.dropped] == ["train/copy"]
     assert rep.dropped[0][2] == 1.0 and len(rep.kept) == 201
@@ -35,7 +41,7 @@ def test_copy_of_eval_problem_is_dropped_composite_kept():
 
 def test_build_with_external_source_reports_drops(tmp_path):
     data = DataParams(
-        composite=CompositeParams(n_train=30, n_val=5, n_test=8),
+        composite=_composite(n_train=30, n_val=5, n_test=8),
         train_sources=["composite", "mbpp_fx"],
         sources={"mbpp_fx": SourceSpec(loader="mbpp", path=str(FIX / "mbpp.jsonl"), split="train")},
         decontam=DecontamParams(n=8, threshold=0.5),

@@ -18,6 +18,14 @@ from corecode.data.loaders.mbpp import load_mbpp
 from corecode.data.teacher import CompletionCache, annotate_plans
 from corecode.generation.base import SamplingParams
 
+
+def _composite(**kw):
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    from corecode.data.config import CompositeParams
+
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 GOOD = "<plan>\n1. Return four times the side length.\n</plan>"
 BAD = "<plan>\n1. Return zero.\n</plan>"
@@ -109,7 +117,7 @@ def test_build_data_with_teacher_adds_verified_plans(server, tmp_path):
     from corecode.sandbox.isolation import SandboxUnavailable
 
     data = DataParams(
-        composite=CompositeParams(n_train=10, n_val=2, n_test=4),
+        composite=_composite(n_train=10, n_val=2, n_test=4),
         train_sources=["composite", "mbpp_fx"],
         sources={"mbpp_fx": SourceSpec(loader="mbpp", path=str(FIX / "mbpp.jsonl"))},
         teacher=TeacherParams(enabled=True, sources=["mbpp_fx"], base_url=server, model="scripted", chat=False,

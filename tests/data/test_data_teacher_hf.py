@@ -19,6 +19,14 @@ from corecode.data.loaders.mbpp import load_mbpp
 from corecode.data.teacher import CompletionCache, annotate_plans, teacher_generator, teacher_prompt
 from corecode.generation.base import SamplingParams
 
+
+def _composite(**kw):
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    from corecode.data.config import CompositeParams
+
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 GOOD_PLAN = "1. Return four times the side length."
 GOOD_CODE = "def square_perimeter(a):\n    return 4 * a"
@@ -136,7 +144,7 @@ def test_build_data_with_transformers_teacher(setup, tmp_path, generate_calls):
 
     mbpp, _, ckpt = setup
     data = DataParams(
-        composite=CompositeParams(n_train=10, n_val=2, n_test=4),
+        composite=_composite(n_train=10, n_val=2, n_test=4),
         train_sources=["composite", "mbpp_hf"],
         sources={"mbpp_hf": SourceSpec(loader="mbpp", path=str(mbpp))},
         teacher=_params(ckpt, tmp_path / "cache.jsonl", sources=["mbpp_hf"]),

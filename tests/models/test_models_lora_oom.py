@@ -89,13 +89,13 @@ def test_oom_guard_names_the_settings_on_a_real_allocation_failure():
 
 
 def test_oom_guard_as_decorator_and_passthrough():
-    @oom_guard("grpo", hints=["lower grpo.num_generations"])
+    @oom_guard("grpo", hints=["lower grpo.magrpo.num_generations"])
     def step(kind):
         if kind == "oom":
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         raise ValueError("unrelated")
 
-    with pytest.raises(OutOfMemory, match=r"(?s)stage 'grpo'.*CUDA out of memory.*grpo.num_generations"):
+    with pytest.raises(OutOfMemory, match=r"(?s)stage 'grpo'.*CUDA out of memory.*grpo.magrpo.num_generations"):
         step("oom")
     with pytest.raises(ValueError, match="unrelated"):
         step("other")

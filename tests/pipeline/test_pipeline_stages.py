@@ -9,6 +9,14 @@ from corecode.pipeline.evaluate import evaluate_method
 from corecode.pipeline.metrics import collect_metrics, per_problem_scores
 
 
+def _composite(**kw):
+    """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
+    from corecode.data.config import CompositeParams
+
+    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+                                     phrasing_variety=3), **kw})
+
+
 def _write_eval(root, method, bench, passes):
     d = root / method
     d.mkdir(parents=True, exist_ok=True)
@@ -19,9 +27,9 @@ def _write_eval(root, method, bench, passes):
     (d / "efficiency.json").write_text(json.dumps({bench: {"overall": {"median_wall_time_s": 0.01}}}))
 
 
-def _params(tmp_path, **evaluate):
+def _params(tmp_path, benchmarks=("composite_test",), **report):
     p = tmp_path / "params.yaml"
-    p.write_text(json.dumps({"evaluate": evaluate}))
+    p.write_text(json.dumps({"evaluate": {"benchmarks": list(benchmarks)}, "report": report}))
     return load_params(p)
 
 
@@ -30,14 +38,13 @@ def test_metrics_compare_methods_with_a_paired_bootstrap_and_write_plot_tables(t
     _write_eval(root, "good", "composite_test", [2] * 30 + [1] * 10)
     _write_eval(root, "bad", "composite_test", [0] * 30 + [1] * 10)
     _write_eval(root, "same", "composite_test", [0] * 30 + [1] * 10)
-    params = _params(tmp_path, methods=["good", "bad", "same"], benchmarks=["composite_test"],
-                     comparisons=[["good", "bad"], ["same", "bad"]], n_resamples=2000)
-    m = collect_metrics(params, root, out)
+    params = _params(tmp_path, comparisons=[["good", "bad"], ["same", "bad"]], n_resamples=2000)
+    m = collect_metrics(params, [root], out)
     written = json.loads(out.read_text())
     assert written == {k: v for k, v in m.items() if k != "efficiency"}  # timings stay out of metrics.json
     assert json.loads((out.parent / "efficiency.json").read_text()) == m["efficiency"]
-    assert collect_metrics(params, root, out) == m and json.loads(out.read_text()) == written  # reproducible
-    assert set(m["methods"]) == {"good", "bad", "same"}
+    assert collect_metrics(params, [root], out) == m and json.loads(out.read_text()) == written  # reproducible
+    assert set(m["methods"]) == {"good", "bad", "same"}  # every method evaluated under root
     better, tie = m["comparisons"]
     assert (better["a"], better["b"], better["benchmark"]) == ("good", "bad", "composite_test")
     assert better["delta"] == pytest.approx(0.75) and better["p_value"] < 0.01
@@ -57,10 +64,21 @@ def test_bad_per_problem_row_names_file_and_line(tmp_path):
         per_problem_scores("other", "humaneval", tmp_path)
 
 
-def test_missing_method_summary_is_named(tmp_path):
-    params = _params(tmp_path, methods=["nowhere"], comparisons=[])
-    with pytest.raises(FileNotFoundError, match="nowhere"):
-        collect_metrics(params, tmp_path / "eval", tmp_path / "m.json")
+def test_missing_evaluations_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no evaluated method"):
+        collect_metrics(_params(tmp_path, comparisons=[]), [tmp_path / "eval"], tmp_path / "m.json")
+    _write_eval(tmp_path / "eval", "good", "composite_test", [1, 2])
+    with pytest.raises(FileNotFoundError, match="'nowhere'"):
+        collect_metrics(_params(tmp_path, comparisons=[["good", "nowhere"]]), [tmp_path / "eval"], tmp_path / "m.json")
+
+
+def test_metrics_join_evaluation_directories(tmp_path):
+    """The optional baselines' evaluations live apart from the pipeline's; one report can compare across both."""
+    _write_eval(tmp_path / "eval", "good", "composite_test", [2] * 10)
+    _write_eval(tmp_path / "baselines", "pta", "composite_test", [0] * 10)
+    m = collect_metrics(_params(tmp_path), [tmp_path / "eval", tmp_path / "baselines"], tmp_path / "m.json",
+                        comparisons=[("good", "pta")])
+    assert set(m["methods"]) == {"good", "pta"} and m["comparisons"][0]["delta"] == pytest.approx(1.0)
 
 
 @pytest.mark.slow
@@ -70,7 +88,7 @@ def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monke
     from corecode.data.io import write_problems
     from corecode.models.testing import make_tiny_checkpoint
 
-    probs = generate_composite(CompositeParams(n_train=4, n_val=0, n_test=4), seed=0)["test"]
+    probs = generate_composite(_composite(n_train=4, n_val=0, n_test=4), seed=0)["test"]
     bench = tmp_path / "bench.jsonl"
     write_problems(bench, probs)
     # A tiny model that has memorised the first problem's gold code behind the single-team prompt.
@@ -107,7 +125,7 @@ def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch
     from corecode.data.io import write_problems
     from corecode.models.testing import make_tiny_checkpoint
 
-    probs = generate_composite(CompositeParams(n_train=4, n_val=0, n_test=3), seed=0)["test"]
+    probs = generate_composite(_composite(n_train=4, n_val=0, n_test=3), seed=0)["test"]
     bench = tmp_path / "bench.jsonl"
     write_problems(bench, probs)
     ckpt = make_tiny_checkpoint(tmp_path / "m", ["def solve(nums):\n    return nums\n"], train_steps=20)
@@ -132,7 +150,8 @@ def _write_params(tmp_path, ckpt, bench):
     p.write_text(json.dumps({
         "agents": {"default_team": "mini", "teams": {"mini": {"type": "single", "roles": {"coder": str(ckpt)}}},
                    "sampling": {"coder": {"temperature": 0.0, "max_new_tokens": 96}}},
-        "evaluate": {"benchmarks": [str(bench)], "n_samples": 2, "ks": [1, 2], "methods": ["mini"], "comparisons": []},
+        "evaluate": {"benchmarks": [str(bench)], "n_samples": 2, "ks": [1, 2]},
+        "report": {"comparisons": []},
         "model": {"device": "cpu"},
         "sandbox": {"cache_dir": str(tmp_path / "cache")},
     }))
@@ -151,5 +170,5 @@ def test_evaluate_and_metrics_take_overrides_and_name_a_bad_key(tmp_path, monkey
         res = runner.invoke(app, [*cmd, "--set", "evaluate.no_such_key=1"])
         assert res.exit_code == 2 and "no_such_key" in res.output, res.output
     # a valid override reaches the stage: metrics then fails on the (named) missing evaluation, not on the params
-    res = runner.invoke(app, ["metrics", "--set", "evaluate.methods=[only_this]"])
-    assert res.exit_code != 0 and "only_this" in str(res.exception)
+    res = runner.invoke(app, ["metrics", "--set", "report.comparisons=[[only_this, that]]"])
+    assert res.exit_code != 0 and "no evaluated method" in str(res.exception)

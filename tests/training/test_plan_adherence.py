@@ -3,7 +3,7 @@
 import pytest
 
 from corecode.sandbox.types import SampleResult, Verdict
-from corecode.training.grpo_config import CoderRewardWeights
+from corecode.training.rewards_config import CoderRewardWeights
 from corecode.training.rewards import code_constants, coder_reward, plan_adherence, plan_constants
 
 PLAN = "1. Split the string on '-'.\n2. Keep only the first 2 words.\n3. If the list is empty, return -1."

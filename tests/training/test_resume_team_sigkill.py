@@ -13,11 +13,11 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import build_team  # noqa: E402
+from test_team_fixtures import build_team, team_params  # noqa: E402
 
 from corecode.config import Params  # noqa: E402
 from corecode.sandbox import SandboxParams  # noqa: E402
-from corecode.training.grpo_config import GRPOParams  # noqa: E402
+from corecode.training.grpo_config import GRPOParams, TeamGRPOParams  # noqa: E402
 
 SCRIPT = """
 import sys, torch
@@ -44,9 +44,9 @@ def _ptx_data(root: Path) -> dict[str, str]:
     return out
 
 
-def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path, GRPOParams]:
+def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path, TeamGRPOParams]:
     # Efficiency terms stay off (their default): measured run times would make rewards non-deterministic.
-    g = GRPOParams(
+    g = team_params(
         planner_model=str(team[0]), coder_model=str(team[1]), planner_output=str(root / name / "planner"),
         coder_output=str(root / name / "coder"), checkpoint_dir=str(root / name / "state"),
         log_path=str(root / name / "log.json"), problems_per_step=2, num_plans=2, num_programs=2,
@@ -55,7 +55,7 @@ def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path,
     )
     # Generous time limits: on a loaded 2-core box a slow test must not turn into a (non-deterministic) timeout.
     sandbox = SandboxParams(workers=2, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
-    params = Params(seed=7, grpo=g, sandbox=sandbox)
+    params = Params(seed=7, grpo=GRPOParams(team=g), sandbox=sandbox)
     path = root / f"{name}.json"
     path.write_text(params.model_dump_json())
     return path, g

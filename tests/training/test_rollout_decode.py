@@ -1,4 +1,4 @@
-"""GRPO rollouts through ``LeanDecoder`` (the CPU default, ``grpo.lean_decode``) give the samples ``generate`` gives."""
+"""GRPO rollouts through ``LeanDecoder`` (the CPU default, ``grpo.team.lean_decode``) give the samples ``generate`` gives."""
 
 import torch
 

@@ -40,7 +40,9 @@ def data(tmp_path_factory) -> Path:
 
 
 def _params(tmp_path: Path, **kw) -> SFTParams:
+    # Test-sized: the config defaults are the embedded default's (1200 steps, 2600 for the Planner).
     defaults = dict(max_steps=12, batch_size=4, logging_steps=3, eval_steps=6, learning_rate=3e-3,
+                    completion_only_loss=True, max_eval_rows=256, check_n=32, planner={},
                     work_dir=str(tmp_path / "work"))
     return SFTParams(**(defaults | kw))
 

@@ -12,10 +12,11 @@ import torch
 from test_sft_fixtures import make_tiny_checkpoint, tiny_problems, write_problems, write_role_dataset
 
 from corecode.config import Params
+from corecode.data.io import read_problems
 from corecode.sandbox import Sandbox, SandboxParams
 from corecode.training.sft import train_sft
 from corecode.training.sft_config import SFTParams
-from corecode.training.single_grpo import build_dataset, format_plan_then_code, load_problems, pta_prompt
+from corecode.training.single_grpo import build_dataset, format_plan_then_code, pta_prompt
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,7 +40,7 @@ def setup(tmp_path_factory):
         write_role_dataset(d / "processed" / f"{role}.jsonl", role, problems)
     # Short enough that sampling at temperature 1.2 still yields some broken programs, long enough for correct ones.
     sft = SFTParams(max_steps=160, batch_size=6, learning_rate=1e-2, logging_steps=20, eval_steps=160,
-                    work_dir=str(d / "work"))
+                    completion_only_loss=True, max_eval_rows=256, work_dir=str(d / "work"))
     for role, data in (("single", "single.jsonl"), ("pta", "planner.jsonl")):
         train_sft(role, sft, data_path=d / "processed" / data, base_checkpoint=base, output_dir=d / f"sft_{role}",
                   log_path=d / f"sft_{role}.json")
@@ -67,7 +68,7 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def test_dataset_prompts_and_task_ids(tmp_path):
-    problems = load_problems(write_problems(tmp_path / "p.jsonl", tiny_problems()))
+    problems = read_problems(write_problems(tmp_path / "p.jsonl", tiny_problems()))
     ds = build_dataset(problems, plan_then_code=False)
     assert ds.column_names == ["prompt", "task_id"] and ds[0]["task_id"] == "composite/0"
     assert ds[0]["prompt"].endswith("### Code\n") and "### Plan" not in ds[0]["prompt"]
@@ -81,7 +82,7 @@ def test_bad_problem_file_names_the_line(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text(tiny_problems()[0].model_dump_json() + "\n" + json.dumps({"task_id": "x"}) + "\n")
     with pytest.raises(ValueError, match=r"p.jsonl:2: invalid problem: source"):
-        load_problems(f)
+        read_problems(f)
 
 
 def test_batch_must_hold_whole_groups(tmp_path):
@@ -161,7 +162,7 @@ def test_sample_check_scores_greedy_samples_in_the_sandbox(setup, sandbox):
     from corecode.training.sft import sample_check
 
     d, problems_path = setup
-    problems = load_problems(problems_path)
+    problems = read_problems(problems_path)
     single = sample_check("single", d / "sft_single", problems, sandbox=sandbox, max_new_tokens=64)
     assert single["check_n"] == 6 and single["check_parses"] >= 0.5 and single["check_pass_rate"] >= 0.5, single
     assert single["check_pass_fraction"] >= single["check_pass_rate"]

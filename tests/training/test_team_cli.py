@@ -11,10 +11,10 @@ import yaml
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import PROBLEMS, build_team  # noqa: E402
+from test_team_fixtures import PROBLEMS, TINY_TEAM, build_team  # noqa: E402
 
 from corecode.cli import app  # noqa: E402
-from corecode.training.team_grpo import load_problems  # noqa: E402
+from corecode.data.io import read_problems  # noqa: E402
 
 
 @pytest.fixture
@@ -36,12 +36,12 @@ def test_grpo_team_command(tmp_path, monkeypatch, one_thread):
         "seed": 1,
         "sandbox": {"workers": 2, "cache_dir": None},
         "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db", "log_system_metrics": False},
-        "grpo": {"planner_model": str(planner), "coder_model": str(coder), "train_problems": "train.jsonl",
-                 "val_problems": "val.jsonl", "max_steps": 2, "save_steps": 1, "eval_steps": 1, "eval_problems": 2,
-                 "max_plan_tokens": 32, "max_code_tokens": 40},
+        "grpo": {"team": {**TINY_TEAM, "planner_model": str(planner), "coder_model": str(coder),
+                          "train_problems": "train.jsonl", "val_problems": "val.jsonl", "max_steps": 2, "save_steps": 1,
+                          "eval_steps": 1, "eval_problems": 2, "max_plan_tokens": 32, "max_code_tokens": 40}},
     }
     Path("params.yaml").write_text(yaml.safe_dump(params))
-    res = CliRunner().invoke(app, ["grpo-team", "--params", "params.yaml", "--set", "grpo.num_programs=2"])
+    res = CliRunner().invoke(app, ["grpo-team", "--params", "params.yaml", "--set", "grpo.team.num_programs=2"])
     assert res.exit_code == 0, res.output + repr(res.exception)
     final = json.loads(res.output[res.output.index("{"):])
     assert "eval/collaboration_gain" in final
@@ -49,7 +49,7 @@ def test_grpo_team_command(tmp_path, monkeypatch, one_thread):
         assert (Path(d) / "model.safetensors").exists() and (Path(d) / "tokenizer.json").exists()
     log = json.loads(Path("data/reports/train/grpo_team.json").read_text())
     assert [r["step"] for r in log[:2]] == [1, 2] and "eval/collaboration_gain" in log[0]
-    assert (Path("data/checkpoints/grpo_team_state") / "step-1").is_dir()
+    assert (Path("data/run_state/grpo_team") / "step-1").is_dir()
 
     import mlflow
 
@@ -70,6 +70,6 @@ def test_bad_params_and_problem_files(tmp_path, monkeypatch):
     bad = tmp_path / "p.jsonl"
     bad.write_text(PROBLEMS[0].model_dump_json() + "\n{not json}\n")
     with pytest.raises(ValueError, match=r"p\.jsonl:2"):
-        load_problems(bad)
+        read_problems(bad)
     with pytest.raises(FileNotFoundError, match="missing.jsonl"):
-        load_problems(tmp_path / "missing.jsonl")
+        read_problems(tmp_path / "missing.jsonl")

@@ -21,6 +21,30 @@ from corecode.agents.prompts import (
     planner_prompt,
 )
 from corecode.data.schema import Problem, TestCase
+from corecode.models.config import LoraParams
+from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams
+
+# Test-sized GRPO settings: the config defaults are the embedded default's 200-step recipe (ptx on, Planner frozen);
+# these tests train tiny models for a step or two, both roles, without ptx unless a test asks for it.
+TINY_TWO_ROLE = dict(problems_per_step=2, temperature=1.0, generation_batch_size=16, max_steps=4, learning_rate=1e-4,
+                     save_steps=2, eval_steps=2, eval_problems=8)
+TINY_TEAM = dict(TINY_TWO_ROLE, num_plans=2, num_programs=2, frozen_roles=[], ptx_coef=0.0)
+
+
+def _lora(r: int | None) -> dict:
+    return {} if r is None else {"lora": LoraParams(enabled=True, r=r, alpha=16, dropout=0.0,
+                                                    target_modules=["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                    "gate_proj", "up_proj", "down_proj"])}
+
+
+def team_params(lora_r: int | None = None, **kw) -> TeamGRPOParams:
+    """Team GRPO settings for tests: TINY_TEAM, then ``kw``; ``lora_r`` turns on a LoRA adapter of that rank."""
+    return TeamGRPOParams(**{**TINY_TEAM, **_lora(lora_r), **kw})
+
+
+def magrpo_params(lora_r: int | None = None, **kw) -> MAGRPOParams:
+    """MAGRPO settings for tests: TINY_TWO_ROLE, then ``kw``."""
+    return MAGRPOParams(**{**TINY_TWO_ROLE, **_lora(lora_r), **kw})
 
 
 def _fn(task, name, doc, plan, body, tests):

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import PROBLEMS, build_shared_base, build_team, weights  # noqa: E402
+from test_team_fixtures import PROBLEMS, build_shared_base, build_team, magrpo_params, team_params, weights  # noqa: E402
 
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
-from corecode.training.grpo_config import GRPOParams  # noqa: E402
+from corecode.training.grpo_config import TeamGRPOParams  # noqa: E402
 from corecode.training.team_grpo import MAGRPOTrainer, TeamGRPOTrainer, load_role_model  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def _params(tmp_path, **kw):
     base = dict(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
                 max_steps=1, eval_steps=0, eval_problems=4, learning_rate=1e-3, temperature=1.2,
                 checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
-    return GRPOParams(**{**base, **kw})
+    return team_params(**{**base, **kw})
 
 
 def _changed(before, model):
@@ -116,13 +116,15 @@ def test_frozen_role_is_sampled_but_never_updated(team_dir, sandbox, tmp_path):
     assert not _changed(before[0], planner[0])
     assert _changed(before[1], coder[0])
     with pytest.raises(ValueError, match="frozen_roles"):
-        GRPOParams(frozen_roles=["planer"])
+        TeamGRPOParams(frozen_roles=["planer"])
 
 
 def test_magrpo_step_updates_helper_and_main(sandbox, tmp_path):
     helper, main = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", magrpo=True))
     before = weights(helper[0]), weights(main[0])
-    p = _params(tmp_path, num_generations=4, max_plan_tokens=48, loss_type="dapo")
+    p = magrpo_params(num_generations=4, max_helper_tokens=48, max_main_tokens=48, max_steps=1, eval_steps=0,
+                      eval_problems=4, learning_rate=1e-3, temperature=1.2, loss_type="dapo",
+                      checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
     trainer = MAGRPOTrainer(p, helper, main, PROBLEMS, sandbox, val_problems=PROBLEMS[:2])
     try:
         final = trainer.train(progress=False)
@@ -197,19 +199,10 @@ def test_shared_base_with_one_adapter_per_role(sandbox, tmp_path):
 
 def test_shared_base_needs_lora(team_dir, sandbox, tmp_path):
     base = load_role_model(str(team_dir[1]))
-    with pytest.raises(ValueError, match="lora_r"):
-        TeamGRPOTrainer(_params(tmp_path, shared_base=True), base, base, PROBLEMS, sandbox)
-
-
-def test_magrpo_budget_defaults_to_the_team_budget_and_can_be_set_apart(tmp_path):
-    from corecode.training.team_grpo import magrpo_params
-
-    same = magrpo_params(_params(tmp_path, max_steps=7, problems_per_step=3, learning_rate=2e-5))
-    assert (same.max_steps, same.problems_per_step, same.learning_rate) == (7, 3, 2e-5)
-    assert same.checkpoint_dir == same.magrpo_checkpoint_dir and same.log_path == same.magrpo_log_path
-    own = magrpo_params(_params(tmp_path, max_steps=7, magrpo_max_steps=2, magrpo_problems_per_step=5,
-                                magrpo_learning_rate=1e-4))
-    assert (own.max_steps, own.problems_per_step, own.learning_rate) == (2, 5, 1e-4)
+    with pytest.raises(ValueError, match="lora.enabled"):
+        TeamGRPOTrainer(_params(tmp_path).model_copy(update={"shared_base": True}), base, base, PROBLEMS, sandbox)
+    with pytest.raises(ValueError, match="lora.enabled"):
+        _params(tmp_path, shared_base=True)
 
 
 def _write_sft_rows(path: Path, pairs) -> str:
