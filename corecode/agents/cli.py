@@ -18,7 +18,7 @@ def problem_from_arg(arg: str, task_id: str | None = None):
     """A ``Problem`` from the command-line argument: a .json/.jsonl file of Problem records, another file (its text is
     the prompt), or the prompt text itself. A prompt that defines a function is a function problem on its last
     ``def``; anything else is a stdin/stdout problem."""
-    from corecode.agents.retrieval import load_problems_jsonl
+    from corecode.data.io import read_problems
     from corecode.data.schema import Problem
 
     path = Path(arg)
@@ -31,15 +31,13 @@ def problem_from_arg(arg: str, task_id: str | None = None):
                 raise typer.BadParameter(f"{path}: not a Problem record: {e}") from None
         else:
             try:
-                problems = load_problems_jsonl(path)
+                problems = read_problems(path)
             except ValueError as e:
                 raise typer.BadParameter(str(e)) from None
         if task_id is not None:
             problems = [p for p in problems if p.task_id == task_id]
             if not problems:
                 raise typer.BadParameter(f"{path}: no problem with task_id {task_id!r}")
-        if not problems:
-            raise typer.BadParameter(f"{path}: no problems in file")
         return problems[0]
     text = path.read_text() if is_file else arg
     if not text.strip():

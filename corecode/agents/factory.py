@@ -12,9 +12,10 @@ from typing import Any
 
 from corecode.agents.config import AgentsParams, RoleModel, TeamSpec
 from corecode.agents.debugging import DebuggingTeam, SandboxLike
-from corecode.agents.retrieval import ProblemIndex, RetrievalTeam, load_problems_jsonl
+from corecode.agents.retrieval import ProblemIndex, RetrievalTeam
 from corecode.agents.teams import CoTTeam, HelperMainTeam, PlannerCoderTeam, PlanThenCodeTeam, SingleTeam, Team
 from corecode.config import Params
+from corecode.data.io import read_problems
 from corecode.data.schema import Problem
 from corecode.generation.base import Generator, SamplingParams
 
@@ -99,7 +100,7 @@ def build_team(
     sampling = {r: sampling_params(agents, r, seed) for r in cls.roles}
     kw: dict[str, Any] = dict(opts)
     if spec.type == "retrieval":
-        problems = corpus if corpus is not None else load_problems_jsonl(kw["corpus"])
+        problems = corpus if corpus is not None else read_problems(kw["corpus"])
         kw = {k: v for k, v in kw.items() if k != "corpus"}
         kw["index"] = ProblemIndex(problems)
     return cls(gens, sampling, name, **kw)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rank_bm25 import BM25Okapi
@@ -53,15 +52,6 @@ class ProblemIndex:
             if len(hits) == k:
                 break
         return hits
-
-
-def load_problems_jsonl(path: str | Path) -> list[Problem]:
-    """Problems from a JSONL file (``corecode.data.io.read_problems``; errors name the file and row)."""
-    from corecode.data.io import read_problems
-
-    if not Path(path).exists():
-        raise FileNotFoundError(f"{path}: retrieval corpus not found (build it with `corecode build-data`)")
-    return read_problems(path)
 
 
 class RetrievalTeam(PlannerCoderTeam):

@@ -51,14 +51,30 @@ def write_problems(path: str | Path, problems: Iterable[Problem]) -> int:
     return write_jsonl(path, (p.model_dump(mode="json") for p in problems))
 
 
-def read_problems(path: str | Path) -> list[Problem]:
-    """Problems from JSONL; a row that does not fit the schema raises ``ValueError`` naming ``file:line`` and key."""
-    problems = []
-    for lineno, row in enumerate(read_jsonl(path), 1):
-        try:
-            problems.append(Problem.model_validate(row))
-        except ValidationError as e:
-            first = e.errors()[0]
-            key = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"{path}: row {lineno}: {key}: {first['msg']}") from None
+def read_problems(path: str | Path, limit: int | None = None) -> list[Problem]:
+    """The first ``limit`` (default: all) problems of a Problem JSONL file, such as ``corecode build-data`` writes.
+
+    The one reader of problem files. A missing file raises ``FileNotFoundError`` (saying to run ``corecode
+    build-data``); a line that is not a Problem, or a file without problems, raises ``ValueError`` naming
+    ``file:line`` and the key.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")
+    problems: list[Problem] = []
+    with path.open() as f:
+        for lineno, line in enumerate(f, 1):
+            if limit is not None and len(problems) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                problems.append(Problem.model_validate_json(line))
+            except ValidationError as e:
+                first = e.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                key = f"{where}: " if where else ""  # no key: the line is not JSON at all
+                raise ValueError(f"{path}:{lineno}: invalid problem: {key}{first['msg']}") from None
+    if not problems:
+        raise ValueError(f"{path}: no problems in file")
     return problems

@@ -53,7 +53,7 @@ def test_benchmark_registry(tmp_path, humaneval):
     path.write_text(humaneval["HumanEval/0"].model_dump_json() + "\n\n" + humaneval["HumanEval/2"].model_dump_json())
     assert [p.task_id for p in get_benchmark(str(path))] == ["HumanEval/0", "HumanEval/2"]
     path.write_text(humaneval["HumanEval/0"].model_dump_json() + '\n{"task_id": "x"}\n')
-    with pytest.raises(BenchmarkError, match=rf"{path}:2: not a Problem"):
+    with pytest.raises(BenchmarkError, match=rf"{path}:2: invalid problem: source"):
         get_benchmark(str(path))
     with pytest.raises(BenchmarkError, match="not found"):
         get_benchmark(str(tmp_path / "nope.jsonl"))
