@@ -49,7 +49,9 @@ def _register_profile(app: typer.Typer) -> None:
 
     @profile_app.command("apply")
     def profile_apply(
-        profile: str = typer.Argument(..., help="A profile file, NAME of configs/profiles/NAME.yaml, or a built-in name."),
+        profile: str = typer.Argument(
+            ..., help="A profile file, NAME for configs/profiles/NAME.yaml, or a built-in NAME."
+        ),
         out: Path | None = typer.Option(None, "--out", "-o", help="Params file to write (default params.NAME.yaml)."),
         base: Path = typer.Option(PARAMS_FILE, "--base", help="The params file the profile changes."),
         set_: list[str] = SET_OPTION,

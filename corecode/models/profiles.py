@@ -8,11 +8,13 @@ and validates the result with corecode's own ``Params``, so a bad key fails ther
 
 Built-in profiles; memory figures are rough bf16 estimates for weights + LoRA optimizer state, not measurements.
 
-| profile              | weights (bf16) | GPU for LoRA SFT/GRPO | roles | LoRA r/alpha | grad. ckpt | gen. batch |
-|----------------------|----------------|-----------------------|-------|--------------|------------|------------|
-| qwen2.5-coder-1.5b   | ~3 GiB         | 1x 24-80 GiB          | lora  | 16 / 32      | on         | 64         |
-| qwen2.5-coder-7b     | ~15 GiB        | 1x 80 GiB             | lora  | 32 / 64      | on         | 32         |
-| qwen2.5-coder-14b    | ~30 GiB        | 1x 80-141 GiB         | lora  | 64 / 128     | on         | 16         |
+| profile              | weights (bf16) | GPU for LoRA SFT/GRPO | LoRA r/alpha | grad. ckpt | gen. batch |
+|----------------------|----------------|-----------------------|--------------|------------|------------|
+| qwen2.5-coder-1.5b   | ~3 GiB         | 1x 24-80 GiB          | 16 / 32      | on         | 64         |
+| qwen2.5-coder-7b     | ~15 GiB        | 1x 80 GiB             | 32 / 64      | on         | 32         |
+| qwen2.5-coder-14b    | ~30 GiB        | 1x 80-141 GiB         | 64 / 128     | on         | 16         |
+
+LoRA and gradient checkpointing apply to every trainer (``sft``, ``grpo.team``, ``grpo.magrpo``, ``grpo.single``).
 
 Full fine-tuning needs roughly 16 bytes/parameter with AdamW (1.5B: ~24 GiB; 7B: ~112 GiB, i.e. several GPUs).
 For GRPO at 7B+ prefer ``generation.backend: vllm`` (or an external ``vllm serve`` via ``backend: openai``).
@@ -31,38 +33,37 @@ from corecode.paths import PARAMS_FILE
 PROFILES_DIR = Path("configs/profiles")
 
 _LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+_TRAINERS = ("sft", "grpo.team", "grpo.magrpo", "grpo.single")
+
+
+def _lora_everywhere(r: int, alpha: int) -> dict[str, object]:
+    """A LoRA adapter of rank ``r`` and gradient checkpointing for every trainer."""
+    keys: dict[str, object] = {}
+    for section in _TRAINERS:
+        keys |= {f"{section}.lora.enabled": True, f"{section}.lora.r": r, f"{section}.lora.alpha": alpha,
+                 f"{section}.lora.target_modules": list(_LORA_TARGETS), f"{section}.gradient_checkpointing": True}
+    return keys
+
 
 PROFILES: dict[str, dict[str, object]] = {
     "embedded": {"model.name_or_path": "embedded"},
     "qwen2.5-coder-1.5b": {
         "model.name_or_path": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
         "model.dtype": "bfloat16",
-        "model.roles": "lora",
-        "model.lora.r": 16,
-        "model.lora.alpha": 32,
-        "model.lora.target_modules": _LORA_TARGETS,
-        "model.gradient_checkpointing": True,
+        **_lora_everywhere(16, 32),
         "generation.max_batch_size": 64,
     },
     "qwen2.5-coder-7b": {
         "model.name_or_path": "Qwen/Qwen2.5-Coder-7B-Instruct",
         "model.dtype": "bfloat16",
-        "model.roles": "lora",
-        "model.lora.r": 32,
-        "model.lora.alpha": 64,
-        "model.lora.target_modules": _LORA_TARGETS,
-        "model.gradient_checkpointing": True,
+        **_lora_everywhere(32, 64),
         "model.copy_weights": False,
         "generation.max_batch_size": 32,
     },
     "qwen2.5-coder-14b": {
         "model.name_or_path": "Qwen/Qwen2.5-Coder-14B-Instruct",
         "model.dtype": "bfloat16",
-        "model.roles": "lora",
-        "model.lora.r": 64,
-        "model.lora.alpha": 128,
-        "model.lora.target_modules": _LORA_TARGETS,
-        "model.gradient_checkpointing": True,
+        **_lora_everywhere(64, 128),
         "model.copy_weights": False,
         "generation.max_batch_size": 16,
     },
