@@ -121,7 +121,7 @@ def _ratio(ref: float | None, got: float) -> float:
 
 def coder_reward(
     result: SampleResult | None,
-    w: CoderRewardWeights,
+    weights: CoderRewardWeights,
     reference: SampleResult | None = None,
     adherence: float = 0.0,
 ) -> float:
@@ -129,36 +129,36 @@ def coder_reward(
     ``adherence`` is ``plan_adherence`` of the program to the plan it was written from (team GRPO)."""
     if result is None:
         return 0.0
-    r = w.plan_adherence * adherence
+    reward = weights.plan_adherence * adherence
     if result.verdict != Verdict.syntax_error:
-        r += w.syntax
+        reward += weights.syntax
         # "runs": some test ran to completion (a wrong answer still ran); crashes on every test do not count.
         if result.verdict not in _CRASHED or result.pass_fraction > 0:
-            r += w.runs
-    r += w.tests * result.pass_fraction
+            reward += weights.runs
+    reward += weights.tests * result.pass_fraction
     if result.passed:
-        r += w.passed
+        reward += weights.passed
         if reference is not None:
-            r += w.time * _ratio(reference.wall_time_s, result.wall_time_s)
-            r += w.memory * _ratio(reference.peak_memory_mb, result.peak_memory_mb)
-    return r
+            reward += weights.time * _ratio(reference.wall_time_s, result.wall_time_s)
+            reward += weights.memory * _ratio(reference.peak_memory_mb, result.peak_memory_mb)
+    return reward
 
 
 def planner_reward(
     plan_text: str,
     program_rewards: Sequence[float],
     program_results: Sequence[SampleResult | None],
-    w: PlannerRewardWeights,
+    weights: PlannerRewardWeights,
     reference: SampleResult | None = None,
 ) -> float:
     """Reward of one plan from its G_c programs' rewards/results (credit through the partner)."""
     n = max(1, len(program_rewards))
-    r = w.coder * sum(program_rewards) / n + w.plan_format * plan_format_ok(plan_text)
+    reward = weights.coder * sum(program_rewards) / n + weights.plan_format * plan_format_ok(plan_text)
     passed = [res for res in program_results if res is not None and res.passed]
-    r += w.guidance * len(passed) / n
+    reward += weights.guidance * len(passed) / n
     if reference is not None and passed:
-        r += w.time * sum(_ratio(reference.wall_time_s, p.wall_time_s) for p in passed) / n
-    return r
+        reward += weights.time * sum(_ratio(reference.wall_time_s, p.wall_time_s) for p in passed) / n
+    return reward
 
 
 def _defined_functions(code: str | None) -> dict[str, ast.AST] | None:
@@ -172,7 +172,7 @@ def _defined_functions(code: str | None) -> dict[str, ast.AST] | None:
 
 def magrpo_reward(
     problem: Problem, helper_code: str | None, main_code: str | None, result: SampleResult | None,
-    w: MAGRPORewardWeights,
+    weights: MAGRPORewardWeights,
 ) -> float:
     """MAGRPO's tiered shared reward for a (helper, main) pair; tiers gate each other as in the paper.
 
@@ -180,19 +180,19 @@ def magrpo_reward(
     main's code parses and defines the entry point; then the joint program parses, earns per-test credit, and a
     bonus when the entry point calls one of the helper's functions.
     """
-    ep = problem.entry_point or ""
-    helpers = {k: v for k, v in (_defined_functions(helper_code) or {}).items() if k != ep}
+    entry = problem.entry_point or ""
+    helpers = {k: v for k, v in (_defined_functions(helper_code) or {}).items() if k != entry}
     mains = _defined_functions(main_code) or {}
-    helper_ok, main_ok = bool(helpers), ep in mains
-    r = w.helper_defined * helper_ok + w.main_defined * main_ok
+    helper_ok, main_ok = bool(helpers), entry in mains
+    reward = weights.helper_defined * helper_ok + weights.main_defined * main_ok
     if not (helper_ok and main_ok) or not parses(f"{helper_code}\n\n{main_code}"):
-        return r
-    r += w.parses
+        return reward
+    reward += weights.parses
     if result is not None:
-        r += w.tests * result.pass_fraction
-    calls = {n.func.id for n in ast.walk(mains[ep]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    r += w.uses_helper * bool(calls & helpers.keys())
-    return r
+        reward += weights.tests * result.pass_fraction
+    calls = {n.func.id for n in ast.walk(mains[entry]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    reward += weights.uses_helper * bool(calls & helpers.keys())
+    return reward
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -90,14 +90,15 @@ def generate_chunks(
 def collate(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.Tensor]:
     """Left-padded prompts + right-padded completions, as TRL lays out a GRPO batch."""
     prompts = [torch.tensor(s.prompt_ids, dtype=torch.long) for s in samples]
-    comps = [torch.tensor(s.completion.token_ids or [pad_id], dtype=torch.long) for s in samples]
-    cmask = [torch.ones(len(s.completion.token_ids or []), dtype=torch.long) for s in samples]
-    cmask = [m if len(m) else torch.zeros(1, dtype=torch.long) for m in cmask]
+    completions = [torch.tensor(s.completion.token_ids or [pad_id], dtype=torch.long) for s in samples]
+    # An empty completion is padded to one token that the mask leaves out of the loss.
+    completion_masks = [torch.ones(len(s.completion.token_ids), dtype=torch.long) if s.completion.token_ids
+                        else torch.zeros(1, dtype=torch.long) for s in samples]
     return {
         "prompt_ids": pad(prompts, pad_id, "left").to(device),
-        "prompt_mask": pad([torch.ones_like(p) for p in prompts], 0, "left").to(device),
-        "completion_ids": pad(comps, pad_id, "right").to(device),
-        "completion_mask": pad(cmask, 0, "right").to(device),
+        "prompt_mask": pad([torch.ones_like(ids) for ids in prompts], 0, "left").to(device),
+        "completion_ids": pad(completions, pad_id, "right").to(device),
+        "completion_mask": pad(completion_masks, 0, "right").to(device),
     }
 
 

@@ -525,11 +525,11 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         if not problems:
             return {}
         with torch.random.fork_rng(devices=[]):  # greedy decoding; keep the training RNG stream untouched anyway
-            plans = [g[0] for c in self.sample("planner", [planner_prompt(x) for x in problems], 1, greedy=True)
-                     for g in c]
+            plans = [group[0] for chunk in self.sample("planner", [planner_prompt(x) for x in problems], 1, greedy=True)
+                     for group in chunk]
             with_plan = [coder_prompt(x, self.plan_for_coder(s.completion.text)) for x, s in zip(problems, plans)]
             without = [coder_prompt(x, None) for x in problems]
-            codes = [g[0] for c in self.sample("coder", with_plan + without, 1, greedy=True) for g in c]
+            codes = [group[0] for chunk in self.sample("coder", with_plan + without, 1, greedy=True) for group in chunk]
         items = [(x, program_for(x, s.completion.text)) for x, s in zip(problems + problems, codes)]
         results = self.submit(items).result()
         n = len(problems)
