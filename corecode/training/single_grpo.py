@@ -2,7 +2,7 @@
 
 ``corecode grpo-single`` starts from ``sft_single`` and trains on ``coder_prompt(problem, None)`` prompts;
 ``corecode grpo-single --plan-then-code`` (PTA-GRPO style) has the same model write a plan and then the code in one
-completion (:func:`pta_prompt` / :func:`format_plan_then_code`), with a plan-format term added to the reward.
+completion (:func:`pta_prompt`; ``sft --role pta`` teaches the format), with a plan-format term added to the reward.
 Rewards come from ``corecode.training.rewards.SandboxCodeReward`` (the MAGRPO-style shaping shared with the team
 trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.single.reward``); every completion runs
 only inside ``corecode.sandbox``. Everything else — sampling, group-relative advantages, the loss variant
@@ -17,21 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corecode.agents.prompts import format_code, format_plan, planner_prompt
+from corecode.agents.prompts import planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
-from corecode.training.sft import checkpointing_kwarg, join_plan_then_code, save_final_model, warmup_kwarg
+from corecode.training.sft import checkpointing_kwarg, save_final_model, warmup_kwarg
 from corecode.training.single_grpo_config import SingleGRPOParams
 
 
 def pta_prompt(problem: Problem) -> str:
     """Plan-then-code prompt: the Planner's cue; the model continues with the plan, then ``### Code`` and the code."""
     return planner_prompt(problem)
-
-
-def format_plan_then_code(plan: str, code: str) -> str:
-    """PTA completion: the plan (plan tags), the code cue, the fenced code (what `sft --role pta` teaches)."""
-    return join_plan_then_code(format_plan(plan), format_code(code))
 
 
 def build_dataset(problems: list[Problem], plan_then_code: bool):
