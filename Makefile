@@ -1,7 +1,7 @@
 # corecode: the two commands of the README, plus helpers.
 #   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro dvc.yaml; plain `dvc repro`
 #              would also run the optional baselines/dvc.yaml)
-#   make test  set up .venv and run the whole test suite
+#   make test  set up .venv, check lint and formatting (ruff), and run the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 # (docs/benchmarks.md); `make run` overrides this with RUN_THREADS.
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup sandbox-deps run test test-fast prefect mlflow-ui clean-venv
+.PHONY: setup sandbox-deps run lint format test test-fast prefect mlflow-ui clean-venv
 
 # --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
 # Python compiles the modules a run imports on first use instead.
@@ -48,7 +48,16 @@ RUN_THREADS ?= $(shell nproc 2>/dev/null || echo 1)
 run: setup
 	OMP_NUM_THREADS=$(RUN_THREADS) $(BIN)/dvc repro dvc.yaml
 
-test: setup
+# ruff (configured in pyproject.toml): lint and formatting are part of the test suite.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 test-fast: setup

@@ -43,8 +43,10 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     rows = [json.loads(line) for line in open(args.problems)]
-    paths = {mode: TransformersGenerator(args.model, fast_path=mode, max_batch_size=max(args.batch_sizes))
-             for mode in ("off", "lean")}
+    paths = {
+        mode: TransformersGenerator(args.model, fast_path=mode, max_batch_size=max(args.batch_sizes))
+        for mode in ("off", "lean")
+    }
     assert paths["lean"].mode == "lean", "this checkpoint is not Llama/Qwen2-shaped: the lean path does not apply"
     summary = []
     for batch in args.batch_sizes:
@@ -63,8 +65,16 @@ def main() -> None:
         for mode, (t, n) in best.items():
             print(f"B={batch:3d} {mode:4s} {t:6.3f} s  {n:6d} tokens  {n / t:7.0f} tokens/s")
         print(f"B={batch:3d} generate / lean time ratio: {ratio:.2f}")
-        summary.append({"batch": batch, "generate_s": best["off"][0], "lean_s": best["lean"][0], "ratio": ratio,
-                        "threads": torch.get_num_threads(), "ignore_eos": args.ignore_eos})
+        summary.append(
+            {
+                "batch": batch,
+                "generate_s": best["off"][0],
+                "lean_s": best["lean"][0],
+                "ratio": ratio,
+                "threads": torch.get_num_threads(),
+                "ignore_eos": args.ignore_eos,
+            }
+        )
     print(json.dumps(summary))
 
 

@@ -52,8 +52,9 @@ def main() -> None:
     rendered = {p.task_id: styles(p) for p in problems}
     names = list(next(iter(rendered.values())))
     t0 = time.perf_counter()
-    ours = {name: [build_program(p, extract_code(rendered[p.task_id][name], p).value) for p in problems]
-            for name in names}
+    ours = {
+        name: [build_program(p, extract_code(rendered[p.task_id][name], p).value) for p in problems] for name in names
+    }
     n_extract = len(problems) * len(names)
     extract_s = time.perf_counter() - t0
     plans = [f"Sure.\n<plan>\nStep {i}: do it\n{i}) again" for i in range(1000)]
@@ -69,8 +70,10 @@ def main() -> None:
         for name in names:
             mine = box.run_batch(list(zip(problems, ours[name])))
             base = box.run_batch(list(zip(problems, naive[name])))
-            result["styles"][name] = {"ours_pass": sum(r.passed for r in mine),
-                                      "naive_pass": sum(r.passed for r in base)}
+            result["styles"][name] = {
+                "ours_pass": sum(r.passed for r in mine),
+                "naive_pass": sum(r.passed for r in base),
+            }
         judge_s = time.perf_counter() - t0
         vis = [visible_tests(p, 3) for p in problems]
         with_vis = [(DebuggingTeam.visible_problem(p, t), p.reference_solution) for p, t in zip(problems, vis) if t]

@@ -29,10 +29,24 @@ from corecode.generation.hf import TransformersGenerator
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER_CANDIDATES = [ROOT / "shared/anchors/tok32k.json", Path("/work/shared/anchors/tok32k.json")]
-ANCHOR_SHAPE = dict(vocab_size=32768, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                    num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096)
-TINY_SHAPE = dict(vocab_size=32768, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+ANCHOR_SHAPE = dict(
+    vocab_size=32768,
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+)
+TINY_SHAPE = dict(
+    vocab_size=32768,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+)
 
 
 def load_tokenizer(path: str | None) -> PreTrainedTokenizerFast:
@@ -40,16 +54,21 @@ def load_tokenizer(path: str | None) -> PreTrainedTokenizerFast:
     candidates = [Path(path)] if path else TOKENIZER_CANDIDATES
     for p in candidates:
         if p.is_file():
-            tok = PreTrainedTokenizerFast(tokenizer_file=str(p), unk_token="<unk>", pad_token="<pad>",
-                                          eos_token="<eos>")
+            tok = PreTrainedTokenizerFast(
+                tokenizer_file=str(p), unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
+            )
             tok.padding_side = "left"
             return tok
     raise FileNotFoundError(f"anchor tokenizer not found in {[str(p) for p in candidates]}; pass --tokenizer")
 
 
 def build_model(tok, tiny: bool, device: torch.device) -> Qwen2ForCausalLM:
-    cfg = Qwen2Config(**(TINY_SHAPE if tiny else ANCHOR_SHAPE), tie_word_embeddings=True,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    cfg = Qwen2Config(
+        **(TINY_SHAPE if tiny else ANCHOR_SHAPE),
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     return Qwen2ForCausalLM(cfg).to(dtype).to(device).eval()
@@ -68,8 +87,13 @@ def _sync(device):
 def time_plain(model, tok, batch: int, new_tokens: int, repeats: int) -> float:
     """The anchor's call: dynamic cache, no compile. Returns generated tokens/s."""
     enc = tok(prompts_for(batch), return_tensors="pt", padding=True).to(model.device)
-    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, temperature=1.0,
-              pad_token_id=tok.pad_token_id)
+    kw = dict(
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=True,
+        temperature=1.0,
+        pad_token_id=tok.pad_token_id,
+    )
     best = float("inf")
     with torch.no_grad():
         model.generate(**enc, **kw)
@@ -109,8 +133,12 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny model, B=4, 16 new tokens.")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=None)
     ap.add_argument("--new-tokens", type=int, default=None)
-    ap.add_argument("--modes", nargs="+", default=["static", "continuous"],
-                    help="corecode fast_path modes to measure (static, static-nogroup, continuous, off).")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["static", "continuous"],
+        help="corecode fast_path modes to measure (static, static-nogroup, continuous, off).",
+    )
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--tokenizer", default=None, help="Path to tok32k.json (default: shared/anchors/).")
     ap.add_argument("--model", default=None, help="Measure this checkpoint (save_pretrained dir) instead.")
@@ -121,7 +149,8 @@ def main() -> None:
     batch_sizes = args.batch_sizes or ([4] if args.tiny else [64])
     new_tokens = args.new_tokens or (16 if args.tiny else 256)
     if args.model:
-        from corecode.models.factory import load_model, load_tokenizer as load_checkpoint_tokenizer
+        from corecode.models.factory import load_model
+        from corecode.models.factory import load_tokenizer as load_checkpoint_tokenizer
 
         tok, model = load_checkpoint_tokenizer(args.model), load_model(args.model, device=str(device)).eval()
     else:

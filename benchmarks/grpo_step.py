@@ -63,8 +63,11 @@ def tokenizer(path: str | None, tiny: bool) -> PreTrainedTokenizerFast:
         t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         t.decoder = decoders.ByteLevel()
         size = 512 if tiny else 32768
-        trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=["<unk>", "<pad>", "<eos>"],
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=size,
+            special_tokens=["<unk>", "<pad>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
         if tiny:
             t.train_from_iterator(PROMPTS * 10, trainer)
         else:
@@ -79,12 +82,26 @@ def tokenizer(path: str | None, tiny: bool) -> PreTrainedTokenizerFast:
 
 def make_model(tok, tiny: bool, device: str, dtype) -> Qwen2ForCausalLM:
     if tiny:
-        cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+        cfg = Qwen2Config(
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=1024,
+        )
     else:
-        cfg = Qwen2Config(vocab_size=32768, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                          num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096,
-                          tie_word_embeddings=True)
+        cfg = Qwen2Config(
+            vocab_size=32768,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+            tie_word_embeddings=True,
+        )
     cfg.pad_token_id, cfg.eos_token_id, cfg.bos_token_id = tok.pad_token_id, tok.eos_token_id, tok.eos_token_id
     torch.manual_seed(0)
     return Qwen2ForCausalLM(cfg).to(dtype).to(device)
@@ -96,10 +113,22 @@ def trl_steps(model, tok, a) -> list[float]:
     from trl import GRPOConfig, GRPOTrainer
 
     ds = Dataset.from_list([{"prompt": p} for p in PROMPTS * (a.steps + 1)])
-    args = GRPOConfig(output_dir="/tmp/grpo_step_trl", per_device_train_batch_size=16, gradient_accumulation_steps=4,
-                      num_generations=8, max_completion_length=a.code_tokens, max_steps=a.steps, logging_steps=1,
-                      report_to=[], learning_rate=1e-6, save_strategy="no", bf16=a.bf16,
-                      gradient_checkpointing=a.gc, temperature=1.0, use_cpu=a.device == "cpu")
+    args = GRPOConfig(
+        output_dir="/tmp/grpo_step_trl",
+        per_device_train_batch_size=16,
+        gradient_accumulation_steps=4,
+        num_generations=8,
+        max_completion_length=a.code_tokens,
+        max_steps=a.steps,
+        logging_steps=1,
+        report_to=[],
+        learning_rate=1e-6,
+        save_strategy="no",
+        bf16=a.bf16,
+        gradient_checkpointing=a.gc,
+        temperature=1.0,
+        use_cpu=a.device == "cpu",
+    )
     times: list[float] = []
 
     class Timer(TrainerCallback):
@@ -128,12 +157,26 @@ def team_steps(planner, coder, tok, a) -> tuple[list[float], dict]:
     for _ in range(a.steps):
         sync()
         t0 = time.perf_counter()
-        plans = [s for c in generate_chunks(planner, tok, PROMPTS, gp, a.plan_tokens, chunk_size=64,
-                                            static_cache=a.static_cache) for g in c for s in g]
-        coder_prompts = [PROMPTS[i // gp] + "# Plan:\n# " + s.completion.text.replace("\n", "\n# ") + "\n"
-                         for i, s in enumerate(plans)]
-        programs = [s for c in generate_chunks(coder, tok, coder_prompts, gc, a.code_tokens, chunk_size=64,
-                                               static_cache=a.static_cache) for g in c for s in g]
+        plans = [
+            s
+            for c in generate_chunks(
+                planner, tok, PROMPTS, gp, a.plan_tokens, chunk_size=64, static_cache=a.static_cache
+            )
+            for g in c
+            for s in g
+        ]
+        coder_prompts = [
+            PROMPTS[i // gp] + "# Plan:\n# " + s.completion.text.replace("\n", "\n# ") + "\n"
+            for i, s in enumerate(plans)
+        ]
+        programs = [
+            s
+            for c in generate_chunks(
+                coder, tok, coder_prompts, gc, a.code_tokens, chunk_size=64, static_cache=a.static_cache
+            )
+            for g in c
+            for s in g
+        ]
         sync()
         t_gen = time.perf_counter() - t0
         r_c = torch.tensor(reward([s.completion.text for s in programs]))
@@ -142,16 +185,21 @@ def team_steps(planner, coder, tok, a) -> tuple[list[float], dict]:
         adv_c, _ = group_advantages(r_c, gc)
         for model, samples, adv, n in ((planner, plans, adv_p, a.plan_tokens), (coder, programs, adv_c, a.code_tokens)):
             with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=a.bf16):
-                policy_loss_backward(model, samples, adv, LossConfig("grpo", max_completion_length=n),
-                                     tok.pad_token_id, mb)
+                policy_loss_backward(
+                    model, samples, adv, LossConfig("grpo", max_completion_length=n), tok.pad_token_id, mb
+                )
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opts[model].step()
             opts[model].zero_grad(set_to_none=True)
         sync()
         times.append(time.perf_counter() - t0)
-        info = {"programs": len(programs), "plans": len(plans), "generation_s_last": t_gen,
-                "program_tokens_mean": statistics.mean(s.completion.num_tokens for s in programs),
-                "plan_tokens_mean": statistics.mean(s.completion.num_tokens for s in plans)}
+        info = {
+            "programs": len(programs),
+            "plans": len(plans),
+            "generation_s_last": t_gen,
+            "program_tokens_mean": statistics.mean(s.completion.num_tokens for s in programs),
+            "plan_tokens_mean": statistics.mean(s.completion.num_tokens for s in plans),
+        }
     return times, info
 
 
@@ -175,9 +223,14 @@ def main() -> None:
     a.plan_tokens, a.code_tokens = (16, 32) if a.tiny else (128, 256)
     dtype = torch.bfloat16 if a.bf16 else torch.float32
     tok = tokenizer(None if a.tiny else a.tokenizer, a.tiny)
-    res = {"device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu", "steps": a.steps,
-           "static_cache": a.static_cache, "completions": 64, "code_tokens": a.code_tokens,
-           "plan_tokens": a.plan_tokens}
+    res = {
+        "device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
+        "steps": a.steps,
+        "static_cache": a.static_cache,
+        "completions": 64,
+        "code_tokens": a.code_tokens,
+        "plan_tokens": a.plan_tokens,
+    }
     if a.only != "trl":
         planner, coder = make_model(tok, a.tiny, a.device, dtype), make_model(tok, a.tiny, a.device, dtype)
         res["team_step_s"], res["team_info"] = team_steps(planner, coder, tok, a)
@@ -195,9 +248,11 @@ def main() -> None:
         res["max_mem_GiB"] = torch.cuda.max_memory_allocated() / 2**30
     print(json.dumps(res, indent=1))
     if "team_over_trl" in res:
-        print(f"team step median {res['team_step_s_median']:.2f} s (Planner {res['team_info']['plans']} plans + "
-              f"Coder {res['team_info']['programs']} programs) | TRL single-agent step median "
-              f"{res['trl_step_s_median']:.2f} s (64 completions) | team/TRL = {res['team_over_trl']:.2f}")
+        print(
+            f"team step median {res['team_step_s_median']:.2f} s (Planner {res['team_info']['plans']} plans + "
+            f"Coder {res['team_info']['programs']} programs) | TRL single-agent step median "
+            f"{res['trl_step_s_median']:.2f} s (64 completions) | team/TRL = {res['team_over_trl']:.2f}"
+        )
     if a.json:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(res, indent=1))

@@ -13,7 +13,8 @@ corecode side: ``Sandbox(SandboxParams(workers=W, isolation=...)).run_batch`` ov
 pairs. "cold" includes starting the pool and materialising the tests (no disk cache); "warm" is a second pass on the
 started pool (the steady state of a GRPO run).
 
-    python benchmarks/sandbox_throughput.py [--repeats 5] [--workers 4] [--he-workers 4] [--isolation bwrap] [--rounds 2]
+    python benchmarks/sandbox_throughput.py [--repeats 5] [--workers 4] [--he-workers 4] [--isolation bwrap] \
+        [--rounds 2]
 """
 
 from __future__ import annotations

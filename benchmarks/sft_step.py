@@ -30,8 +30,14 @@ def _tiny_inputs(tmp: Path) -> tuple[Path, Path]:
 
     from corecode.models.testing import make_tiny_checkpoint
 
-    rows = [{"prompt": f"Return {i} plus one.\n", "completion": f"def solve():\n    return {i + 1}\n",
-             "split": "train" if i % 8 else "val"} for i in range(64)]
+    rows = [
+        {
+            "prompt": f"Return {i} plus one.\n",
+            "completion": f"def solve():\n    return {i + 1}\n",
+            "split": "train" if i % 8 else "val",
+        }
+        for i in range(64)
+    ]
     ckpt = make_tiny_checkpoint(tmp / "ckpt", [r["prompt"] + r["completion"] for r in rows])
     data = tmp / "coder.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -80,12 +86,19 @@ def main() -> None:
             args.steps, args.skip = min(args.steps, 6), 1
         else:
             base, data = Path(p.sft.base_checkpoint), ROOT / "data" / "processed" / f"{args.role}.jsonl"
-        cfg = p.sft.for_role(args.role, default_seed=p.seed).model_copy(update={
-            "max_steps": args.steps, "eval_steps": 10**6, "logging_steps": 1, "save_steps": None, "max_eval_rows": 1})
+        cfg = p.sft.for_role(args.role, default_seed=p.seed).model_copy(
+            update={
+                "max_steps": args.steps,
+                "eval_steps": 10**6,
+                "logging_steps": 1,
+                "save_steps": None,
+                "max_eval_rows": 1,
+            }
+        )
         results = {}
         for fused in (True, False):
             times, losses = run(fused, cfg, data, base, tmp / f"work_{fused}")
-            results[fused] = (statistics.median(times[args.skip:]), losses)
+            results[fused] = (statistics.median(times[args.skip :]), losses)
     (t_fused, l_fused), (t_logits, l_logits) = results[True], results[False]
     diff = max(abs(a - b) for a, b in zip(l_fused, l_logits))
     print(f"role {args.role}, {args.steps} steps, batch {cfg.batch_size}, max_length {cfg.max_length}")

@@ -17,6 +17,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.split
 def main() -> None:
     """corecode: train LLM teams (Planner -> Coder) to write code."""
 
+
 # One line per package that has commands. Keep sorted.
 COMMAND_MODULES = [
     "corecode.agents.cli",

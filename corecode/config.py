@@ -35,22 +35,35 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = Field(0, description="Global seed: data generation, init, training and sampling derive from it.")
-    model: ModelParams = Field(default_factory=ModelParams, description="corecode init-model (stage init_model): "
-                               "the base checkpoint every stage starts from")
-    data: DataParams = Field(default_factory=DataParams, description="corecode build-data / validate-data (stages "
-                             "build_data, validate_data)")
-    sandbox: SandboxParams = Field(default_factory=SandboxParams, description="corecode.sandbox: every reward and "
-                                   "every metric (grpo*, evaluate)")
-    generation: GenerationParams = Field(default_factory=GenerationParams, description="generation backend of "
-                                         "evaluate, solve and serve")
-    agents: AgentsParams = Field(default_factory=AgentsParams, description="teams (methods) and per-role sampling: "
-                                 "evaluate, solve, the nightly champion flow")
-    sft: SFTParams = Field(default_factory=SFTParams, description="corecode sft --role R (stage sft@R); sft.<role> "
-                           "overrides the shared keys for one role")
-    grpo: GRPOParams = Field(default_factory=GRPOParams, description="one sub-section per trainer: grpo.team "
-                             "(stage grpo), grpo.magrpo (stage magrpo), grpo.single (stage grpo_single)")
-    evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description="corecode evaluate --method M "
-                                     "(stage evaluate@M)")
+    model: ModelParams = Field(
+        default_factory=ModelParams,
+        description="corecode init-model (stage init_model): the base checkpoint every stage starts from",
+    )
+    data: DataParams = Field(
+        default_factory=DataParams, description="corecode build-data / validate-data (stages build_data, validate_data)"
+    )
+    sandbox: SandboxParams = Field(
+        default_factory=SandboxParams, description="corecode.sandbox: every reward and every metric (grpo*, evaluate)"
+    )
+    generation: GenerationParams = Field(
+        default_factory=GenerationParams, description="generation backend of evaluate, solve and serve"
+    )
+    agents: AgentsParams = Field(
+        default_factory=AgentsParams,
+        description="teams (methods) and per-role sampling: evaluate, solve, the nightly champion flow",
+    )
+    sft: SFTParams = Field(
+        default_factory=SFTParams,
+        description="corecode sft --role R (stage sft@R); sft.<role> overrides the shared keys for one role",
+    )
+    grpo: GRPOParams = Field(
+        default_factory=GRPOParams,
+        description="one sub-section per trainer: grpo.team "
+        "(stage grpo), grpo.magrpo (stage magrpo), grpo.single (stage grpo_single)",
+    )
+    evaluate: EvaluateParams = Field(
+        default_factory=EvaluateParams, description="corecode evaluate --method M (stage evaluate@M)"
+    )
     report: ReportParams = Field(default_factory=ReportParams, description="corecode metrics / report (stage report)")
     tracking: TrackingParams = Field(default_factory=TrackingParams, description="MLflow tracking (every stage)")
     promote: PromoteParams = Field(default_factory=PromoteParams, description="corecode promote (stage promote)")

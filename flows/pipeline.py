@@ -99,8 +99,9 @@ def stage_order(repo_dir: str | Path, targets: list[str] | None = None, upstream
                 todo.extend(graph[s] if upstream else [])
     order, done = [], set()
     while len(order) < len(wanted):
-        ready = [s for s in graph if s in wanted and s not in done and all(u in done or u not in wanted
-                                                                            for u in graph[s])]
+        ready = [
+            s for s in graph if s in wanted and s not in done and all(u in done or u not in wanted for u in graph[s])
+        ]
         if not ready:
             raise ValueError(f"{repo_dir}: dependency cycle among {sorted(wanted - done)}")
         order.append(ready[0])
@@ -182,7 +183,7 @@ def _tracking(root: Path):
         raise ValueError(f"{params_file}: invalid 'tracking' section: {e}") from None
     uri = tracking_uri(tp)
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        uri = f"sqlite:///{(root / uri[len('sqlite:///'):]).resolve()}"
+        uri = f"sqlite:///{(root / uri[len('sqlite:///') :]).resolve()}"
     return tp.model_copy(update={"uri": uri})
 
 
@@ -260,8 +261,9 @@ def pipeline(
                 runner = run_stage.with_options(retries=retries, retry_delay_seconds=delays, tags=tags)
                 results.append(runner(stage, str(root), parent, uri))
     finally:  # a failed run still shows what its stages did
-        rest = order[len(results):]
-        rows = results + [{"stage": s, "status": "failed" if i == 0 else "not run", "seconds": 0.0}
-                          for i, s in enumerate(rest)]
+        rest = order[len(results) :]
+        rows = results + [
+            {"stage": s, "status": "failed" if i == 0 else "not run", "seconds": 0.0} for i, s in enumerate(rest)
+        ]
         _publish(root, rows, report, metrics)
     return results

@@ -48,40 +48,85 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COLUMNS = ["run", "variant", "seed", "overrides", "train_rc", "train_s", "step_s", "train_pass_by_quarter",
-           "eval_rc", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater"]
+COLUMNS = [
+    "run",
+    "variant",
+    "seed",
+    "overrides",
+    "train_rc",
+    "train_s",
+    "step_s",
+    "train_pass_by_quarter",
+    "eval_rc",
+    "pass_at_1",
+    "ref_pass_at_1",
+    "delta_points",
+    "p_greater",
+]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--params", type=Path, default=Path("params.yaml"), help="Base params file (default params.yaml).")
-    ap.add_argument("--from", dest="source", type=Path, default=Path("."),
-                    help="Directory holding data/processed/ and data/checkpoints/<--checkpoints> (default: .).")
-    ap.add_argument("--set", dest="common", action="append", default=[], metavar="KEY=VALUE",
-                    help="Override for every command of every run, reference included; repeatable.")
-    ap.add_argument("--variant", action="append", nargs="+", default=[], metavar=("NAME", "KEY=VALUE"),
-                    help="A variant: its name, then its overrides (trainer only); repeatable.")
+    ap.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=Path("."),
+        help="Directory holding data/processed/ and data/checkpoints/<--checkpoints> (default: .).",
+    )
+    ap.add_argument(
+        "--set",
+        dest="common",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override for every command of every run, reference included; repeatable.",
+    )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        nargs="+",
+        default=[],
+        metavar=("NAME", "KEY=VALUE"),
+        help="A variant: its name, then its overrides (trainer only); repeatable.",
+    )
     ap.add_argument("--variants", type=Path, help="YAML file: {name: {KEY: VALUE, ...} or [KEY=VALUE, ...]}.")
     ap.add_argument("--seeds", type=int, nargs="+", help="Train every variant once per seed (--set seed=S).")
     ap.add_argument("--benchmark", default="composite_val", help="Benchmark to evaluate on (default composite_val).")
     ap.add_argument("--trainer", default="grpo-team", help="corecode training command (default grpo-team).")
     ap.add_argument("--method", default="planner_coder_grpo", help="Method evaluating a run's trained models.")
     ap.add_argument("--ref-method", default="planner_coder_sft", help="Method every run is compared with.")
-    ap.add_argument("--checkpoints", nargs="+", default=["sft_planner", "sft_coder"],
-                    help="Checkpoints under <--from>/data/checkpoints/ linked into every run (default: the SFT team).")
-    ap.add_argument("--train-log", default="data/reports/train/grpo_team.json",
-                    help="The trainer's per-step log, relative to a run directory.")
-    ap.add_argument("--workdir", type=Path, default=Path("data/sweep"),
-                    help="Scratch root, one directory per run (default data/sweep, git-ignored).")
+    ap.add_argument(
+        "--checkpoints",
+        nargs="+",
+        default=["sft_planner", "sft_coder"],
+        help="Checkpoints under <--from>/data/checkpoints/ linked into every run (default: the SFT team).",
+    )
+    ap.add_argument(
+        "--train-log",
+        default="data/reports/train/grpo_team.json",
+        help="The trainer's per-step log, relative to a run directory.",
+    )
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("data/sweep"),
+        help="Scratch root, one directory per run (default data/sweep, git-ignored).",
+    )
     ap.add_argument("--out", type=Path, help="Results table (TSV; default <workdir>/results.tsv).")
     ap.add_argument("--jobs", type=int, default=1, help="Runs at once (default 1).")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every command (default 1).")
     ap.add_argument("--timeout", type=float, help="Seconds a training command may run (default: no limit).")
-    ap.add_argument("--cli", default=f"{shlex.quote(sys.executable)} -m corecode.cli",
-                    help="How to call corecode (default: this interpreter, -m corecode.cli).")
+    ap.add_argument(
+        "--cli",
+        default=f"{shlex.quote(sys.executable)} -m corecode.cli",
+        help="How to call corecode (default: this interpreter, -m corecode.cli).",
+    )
     ap.add_argument("--reuse", action="store_true", help="Skip a step whose output is already in the run directory.")
-    ap.add_argument("--tracking", action="store_true",
-                    help="Keep MLflow tracking on (default: tracking.enabled=false).")
+    ap.add_argument(
+        "--tracking", action="store_true", help="Keep MLflow tracking on (default: tracking.enabled=false)."
+    )
     ap.add_argument("--dry-run", action="store_true", help="Print the setup and commands of every run; run nothing.")
     return ap.parse_args(argv)
 
@@ -121,8 +166,15 @@ def plan_runs(args, variants) -> list[dict]:
         for seed in args.seeds or [None]:
             run = name if seed is None else f"{name}_s{seed}"
             train_sets = overrides + ([] if seed is None else [f"seed={seed}"])
-            runs.append({"run": run, "variant": name, "seed": "" if seed is None else seed,
-                         "overrides": " ".join(overrides), "train_sets": train_sets})
+            runs.append(
+                {
+                    "run": run,
+                    "variant": name,
+                    "seed": "" if seed is None else seed,
+                    "overrides": " ".join(overrides),
+                    "train_sets": train_sets,
+                }
+            )
     return runs
 
 
@@ -161,17 +213,27 @@ def prepare(args, run_dir: Path) -> None:
 
 def prepare_lines(args, run_dir: Path) -> list[str]:
     q = lambda p: shlex.quote(str(p))  # noqa: E731
-    lines = [f"mkdir -p {q(run_dir / 'data/checkpoints')}", f"cp {q(args.params)} {q(run_dir / 'params.yaml')}",
-             f"cp -r {q(args.source / 'data/processed')} {q(run_dir / 'data/processed')}"]
-    lines += [f"ln -s {q(args.source / 'data/checkpoints' / n)} {q(run_dir / 'data/checkpoints' / n)}"
-              for n in args.checkpoints]
+    lines = [
+        f"mkdir -p {q(run_dir / 'data/checkpoints')}",
+        f"cp {q(args.params)} {q(run_dir / 'params.yaml')}",
+        f"cp -r {q(args.source / 'data/processed')} {q(run_dir / 'data/processed')}",
+    ]
+    lines += [
+        f"ln -s {q(args.source / 'data/checkpoints' / n)} {q(run_dir / 'data/checkpoints' / n)}"
+        for n in args.checkpoints
+    ]
     return lines
 
 
 def execute(args, cmd: list[str], run_dir: Path, log_name: str, timeout: float | None = None) -> tuple[object, float]:
     """Run one command in run_dir, output to run_dir/log_name; (return code or 'timeout', seconds)."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS=str(args.threads),
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     t0 = time.perf_counter()
     with open(run_dir / log_name, "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
@@ -199,8 +261,12 @@ def compare(run_file: Path, ref_file: Path) -> dict:
     a, b = read_pass_at_1(run_file), read_pass_at_1(ref_file)
     mean_a, mean_b = sum(a.values()) / len(a), sum(b.values()) / len(b)
     p = paired_bootstrap(a, b, 10_000, alternative="greater").p_value
-    return {"pass_at_1": f"{mean_a:.4f}", "ref_pass_at_1": f"{mean_b:.4f}",
-            "delta_points": f"{100 * (mean_a - mean_b):+.2f}", "p_greater": f"{p:.4f}"}
+    return {
+        "pass_at_1": f"{mean_a:.4f}",
+        "ref_pass_at_1": f"{mean_b:.4f}",
+        "delta_points": f"{100 * (mean_a - mean_b):+.2f}",
+        "p_greater": f"{p:.4f}",
+    }
 
 
 def train_summary(log_path: Path) -> dict:
@@ -209,12 +275,13 @@ def train_summary(log_path: Path) -> dict:
         history = json.loads(log_path.read_text())
     except (OSError, ValueError):
         return {}
-    key = next((k for k in ("pass_rate/coder", "pass_rate/joint", "pass_rate/main")
-                if any(k in r for r in history)), None)
+    key = next(
+        (k for k in ("pass_rate/coder", "pass_rate/joint", "pass_rate/main") if any(k in r for r in history)), None
+    )
     steps = [r for r in history if "step_time_s" in r]
     out = {"step_s": f"{sum(r['step_time_s'] for r in steps) / len(steps):.2f}"} if steps else {}
     rates = [r[key] for r in history if key and key in r]
-    quarters = [rates[i * len(rates) // 4:(i + 1) * len(rates) // 4] for i in range(4)]
+    quarters = [rates[i * len(rates) // 4 : (i + 1) * len(rates) // 4] for i in range(4)]
     if rates:
         out["train_pass_by_quarter"] = " ".join(f"{sum(q) / len(q):.3f}" for q in quarters if q)
     return out
@@ -270,15 +337,22 @@ def main(argv=None) -> None:
     runs = plan_runs(args, variants)
     args.params, args.source, args.workdir = args.params.resolve(), args.source.resolve(), args.workdir.resolve()
     out = args.out or args.workdir / "results.tsv"
-    missing = [p for p in [args.params, args.source / "data/processed",
-                           *(args.source / "data/checkpoints" / n for n in args.checkpoints)] if not p.exists()]
+    missing = [
+        p
+        for p in [
+            args.params,
+            args.source / "data/processed",
+            *(args.source / "data/checkpoints" / n for n in args.checkpoints),
+        ]
+        if not p.exists()
+    ]
     if args.dry_run:
         for p in missing:
             print(f"# warning: {p} does not exist")
         print(f"# {len(runs)} runs, {args.jobs} at once; results -> {out}")
         for name, run_dir, cmds in [("REF", args.workdir / "REF", [eval_command(args, args.ref_method)])] + [
-                (r["run"], args.workdir / r["run"], [train_command(args, r), eval_command(args, args.method)])
-                for r in runs]:
+            (r["run"], args.workdir / r["run"], [train_command(args, r), eval_command(args, args.method)]) for r in runs
+        ]:
             print(f"\n# {name}")
             print("\n".join(prepare_lines(args, run_dir)))
             print("\n".join(f"(cd {shlex.quote(str(run_dir))} && {shlex.join(c)})" for c in cmds))

@@ -40,8 +40,12 @@ def _models(cls: type[BaseModel], seen: set) -> list[type[BaseModel]]:
 
 
 def test_every_knob_is_documented():
-    undocumented = [f"{m.__name__}.{name}" for m in _models(Params, set())
-                    for name, field in m.model_fields.items() if not field.description]
+    undocumented = [
+        f"{m.__name__}.{name}"
+        for m in _models(Params, set())
+        for name, field in m.model_fields.items()
+        if not field.description
+    ]
     assert not undocumented
 
 
@@ -49,8 +53,12 @@ def test_one_lora_shape():
     from corecode.models.config import LoraParams
 
     params = Params()
-    assert {type(params.sft.lora), type(params.grpo.team.lora), type(params.grpo.single.lora),
-            type(params.grpo.magrpo.lora)} == {LoraParams}
+    assert {
+        type(params.sft.lora),
+        type(params.grpo.team.lora),
+        type(params.grpo.single.lora),
+        type(params.grpo.magrpo.lora),
+    } == {LoraParams}
 
 
 def test_no_blocks_of_nulls():

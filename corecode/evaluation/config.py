@@ -32,11 +32,14 @@ class EvaluateParams(BaseModel):
         True, description="For Planner -> Coder teams, also score the Coder alone (no plan): Collaboration Gain."
     )
     collaboration_gain_benchmarks: list[str] = Field(
-        default_factory=lambda: ["composite_test"], description="Benchmarks on which the Collaboration Gain is measured."
+        default_factory=lambda: ["composite_test"],
+        description="Benchmarks on which the Collaboration Gain is measured.",
     )
     collaboration_gain_n_samples: int | None = Field(
-        1, ge=1, description="Samples per problem for the Coder-alone arm of the Collaboration Gain (None: the "
-                                "benchmark's n_samples); fewer make it cheaper and noisier, never biased.",
+        1,
+        ge=1,
+        description="Samples per problem for the Coder-alone arm of the Collaboration Gain (None: the "
+        "benchmark's n_samples); fewer make it cheaper and noisier, never biased.",
     )
 
     @field_validator("ks")

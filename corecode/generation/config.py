@@ -12,24 +12,29 @@ class GenerationParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     backend: Literal["transformers", "vllm", "openai"] = Field(
-        "transformers", description="'transformers' (default, CPU and GPU), 'vllm' (offline engine, GPU, needs "
-        "`pip install corecode[vllm]`), 'openai' (any OpenAI-compatible HTTP endpoint: vllm serve, corecode serve...)."
+        "transformers",
+        description="'transformers' (default, CPU and GPU), 'vllm' (offline engine, GPU, needs "
+        "`pip install corecode[vllm]`), 'openai' (any OpenAI-compatible HTTP endpoint: vllm serve, corecode serve...).",
     )
     max_batch_size: int = Field(
-        128, gt=0, description="Sequences (prompts x samples) per forward batch in the transformers backend; lower it "
-        "on out-of-memory."
+        128,
+        gt=0,
+        description="Sequences (prompts x samples) per forward batch in the transformers backend; lower it "
+        "on out-of-memory.",
     )
     use_chat_template: bool | None = Field(
-        None, description="Wrap each prompt as a user chat message with the tokenizer's chat template. None (auto): "
-        "when the tokenizer has a template (hub instruct models yes, embedded model no)."
+        None,
+        description="Wrap each prompt as a user chat message with the tokenizer's chat template. None (auto): "
+        "when the tokenizer has a template (hub instruct models yes, embedded model no).",
     )
     fast_path: Literal["auto", "static", "lean", "continuous", "off"] = Field(
-        "auto", description="transformers backend: 'static' (GPU) = static KV cache + torch.compile'd decode step "
+        "auto",
+        description="transformers backend: 'static' (GPU) = static KV cache + torch.compile'd decode step "
         "(batch padded to a power of two, prompt/cache lengths rounded up: shapes, hence compiled graphs, are reused); "
         "'lean' (CPU) = corecode's eager decode loop for Llama/Qwen2-shaped models (no generate overhead, finished "
         "rows dropped; other models fall back to 'off'); 'continuous' = transformers continuous batching "
         "(generate_batch); 'off' = plain generate; 'auto' = static on CUDA, lean elsewhere (both measured faster, "
-        "docs/benchmarks.md)."
+        "docs/benchmarks.md).",
     )
     pad_to_multiple_of: int = Field(
         64, gt=0, description="Static fast path: prompt lengths and KV cache length rounded up to this many tokens."

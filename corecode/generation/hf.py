@@ -52,10 +52,12 @@ def _grouped_decode_attention(module, query, key, value, attention_mask, scaling
     if q_len != 1 or kv == h:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      **kwargs)
-    out = F.scaled_dot_product_attention(query.reshape(b, kv, h // kv, d), key, value, attn_mask=attention_mask,
-                                         scale=scaling)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    out = F.scaled_dot_product_attention(
+        query.reshape(b, kv, h // kv, d), key, value, attn_mask=attention_mask, scale=scaling
+    )
     return out.reshape(b, h, 1, d).transpose(1, 2), None
 
 
@@ -90,15 +92,23 @@ def _top_p_filter_topk(logits: torch.Tensor, top_p: float, k: int = _NUCLEUS_K) 
     top_probs, top_idx = probs.topk(k, dim=-1)  # descending
     above = top_probs.cumsum(-1) - top_probs  # mass of the more likely tokens
     kept = torch.full_like(logits, float("-inf")).scatter(
-        1, top_idx, logits.gather(1, top_idx).masked_fill(above >= top_p, float("-inf")))
+        1, top_idx, logits.gather(1, top_idx).masked_fill(above >= top_p, float("-inf"))
+    )
     short = top_probs.sum(-1) < top_p + _NUCLEUS_MARGIN
     if bool(short.any()):
         kept[short] = _top_p_filter(logits[short], top_p)
     return kept
 
 
-def _pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, is_eos: torch.Tensor,
-                 block_eos: bool, uniform: torch.Tensor | None = None, eager: bool = False) -> torch.Tensor:
+def _pick_tokens(
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    is_eos: torch.Tensor,
+    block_eos: bool,
+    uniform: torch.Tensor | None = None,
+    eager: bool = False,
+) -> torch.Tensor:
     """Next token per row, as ``generate``'s logits processors + sampling do: EOS masked while ``min_new_tokens`` is
     not reached, greedy at temperature 0, else temperature, top-p (transformers' TopPLogitsWarper arithmetic) and a
     draw. The draw is Gumbel-max (argmax of logits + Gumbel noise), which samples exactly softmax(logits) without
@@ -140,8 +150,11 @@ class _StaticDecoder:
         # after which CUDA graphs are only re-recorded per shape (evaluation sees several prompt lengths).
         self.step_fn = torch.compile(self._step, mode="reduce-overhead") if compile else self._step
         cfg = model.config
-        self.grouped = grouped_attention and cfg._attn_implementation == "sdpa" and (
-            getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads) < cfg.num_attention_heads
+        self.grouped = (
+            grouped_attention
+            and cfg._attn_implementation == "sdpa"
+            and (getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads) < cfg.num_attention_heads
+        )
         self.eager_mask = cfg._attn_implementation == "eager"
         self.is_eos: torch.Tensor | None = None
 
@@ -169,23 +182,50 @@ class _StaticDecoder:
             self.caches.pop(next(iter(self.caches)))
         return cache
 
-    def _step(self, tokens, keep2d, pos_offset, slot, done, cache, pad_id: int, temperature: float, top_p: float,
-              block_eos: bool):
+    def _step(
+        self,
+        tokens,
+        keep2d,
+        pos_offset,
+        slot,
+        done,
+        cache,
+        pad_id: int,
+        temperature: float,
+        top_p: float,
+        block_eos: bool,
+    ):
         """One decode step for every row: the token at cache ``slot`` in, the next token and finished flags out."""
         keep = keep2d & (torch.arange(keep2d.shape[1], device=keep2d.device) <= slot)
         mask = keep[:, None, None, :]
         if self.eager_mask:  # eager attention adds the mask to the scores
             dtype = next(self.model.parameters()).dtype
             mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
-        out = self.model(input_ids=tokens, attention_mask={"full_attention": mask}, position_ids=pos_offset + slot,
-                         use_cache=True, **{self.cache_kw: cache})
+        out = self.model(
+            input_ids=tokens,
+            attention_mask={"full_attention": mask},
+            position_ids=pos_offset + slot,
+            use_cache=True,
+            **{self.cache_kw: cache},
+        )
         nxt = _pick_tokens(out.logits[:, -1], temperature, top_p, self.is_eos, block_eos)
         nxt = torch.where(done, pad_id, nxt)
         return nxt[:, None], done | self.is_eos[nxt]
 
-    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, real_rows: int, max_new: int,
-            cache_len: int, pad_id: int, eos_ids: set[int], temperature: float, top_p: float, block_eos: bool,
-            stop_check) -> torch.Tensor:
+    def run(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        real_rows: int,
+        max_new: int,
+        cache_len: int,
+        pad_id: int,
+        eos_ids: set[int],
+        temperature: float,
+        top_p: float,
+        block_eos: bool,
+        stop_check,
+    ) -> torch.Tensor:
         """Generated ids [rows, <= max_new] (padding after a row's EOS). ``stop_check(ids_so_far, done)`` may mark
         rows finished (stop strings) and returns True when every row is."""
         rows, plen = input_ids.shape
@@ -194,8 +234,14 @@ class _StaticDecoder:
             return torch.empty(rows, 0, dtype=torch.long, device=dev)
         cache = self._cache(rows, cache_len)
         positions = (attention_mask.long().cumsum(-1) - 1).masked_fill_(attention_mask == 0, 1)
-        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                            use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1]
+        logits = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self.cache_kw: cache},
+        ).logits[:, -1]
         if self.is_eos is None or self.is_eos.shape[0] != logits.shape[-1] or self.is_eos.device != dev:
             self.is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=dev)
             self.is_eos[[i for i in eos_ids if i < logits.shape[-1]]] = True
@@ -220,8 +266,18 @@ class _StaticDecoder:
                     break
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                tok, done = self.step_fn(tok, keep2d, pos_offset, slot, done, cache, pad_id=pad_id,
-                                         temperature=temperature, top_p=top_p, block_eos=block_eos)
+                tok, done = self.step_fn(
+                    tok,
+                    keep2d,
+                    pos_offset,
+                    slot,
+                    done,
+                    cache,
+                    pad_id=pad_id,
+                    temperature=temperature,
+                    top_p=top_p,
+                    block_eos=block_eos,
+                )
                 tok, done = tok.clone(), done.clone()  # graph outputs are overwritten by the next replay
                 out[:, i] = tok[:, 0]
                 slot += 1
@@ -325,8 +381,9 @@ class TransformersGenerator:
                 new_max = min(max_new_tokens, max(limit - longest, limit // 4))  # prompt kept whole if it can be
                 keep = limit - new_max
                 if new_max < max_new_tokens:
-                    log.warning("max_new_tokens %d clamped to %d (model max positions %d)", max_new_tokens, new_max,
-                                limit)
+                    log.warning(
+                        "max_new_tokens %d clamped to %d (model max positions %d)", max_new_tokens, new_max, limit
+                    )
                 if longest > keep:
                     log.warning("prompts longer than %d tokens left-truncated (model max positions %d)", keep, limit)
                 ids = [x[-keep:] for x in ids]
@@ -394,8 +451,11 @@ class TransformersGenerator:
                     for c, start in enumerate(range(0, len(flat), self.max_batch_size)):
                         rows = order[start : start + self.max_batch_size]
                         outs = self._generate_chunk(
-                            [flat[i] for i in rows], params, chunk_index=c,
-                            seeds=None if seeds is None else [seeds[i] for i in rows])
+                            [flat[i] for i in rows],
+                            params,
+                            chunk_index=c,
+                            seeds=None if seeds is None else [seeds[i] for i in rows],
+                        )
                         for i, comp in zip(rows, outs):
                             completions[i] = comp
         finally:
@@ -419,8 +479,9 @@ class TransformersGenerator:
                 seeds.append(int.from_bytes(digest[:8], "little") & (2**63 - 1))
         return seeds
 
-    def _generate_chunk(self, texts: list[str], params: SamplingParams, chunk_index: int,
-                        seeds: list[int] | None = None) -> list[Completion]:
+    def _generate_chunk(
+        self, texts: list[str], params: SamplingParams, chunk_index: int, seeds: list[int] | None = None
+    ) -> list[Completion]:
         ids, max_new = self._encode(texts, params.max_new_tokens)
         if self.mode == "lean":
             return self._decode_lean(ids, max_new, params, chunk_index, seeds)
@@ -472,19 +533,25 @@ class TransformersGenerator:
             raise RuntimeError(f"continuous batching returned {len(ordered)}/{len(ids)} results; errors: {errors[:3]}")
         return [self._finish(list(r.generated_tokens), params) for r in ordered]
 
-    def _decode_static(self, enc, rows: int, max_new: int, params: SamplingParams, chunk_index: int) -> list[Completion]:
+    def _decode_static(
+        self, enc, rows: int, max_new: int, params: SamplingParams, chunk_index: int
+    ) -> list[Completion]:
         """The static path's own decode loop (``_StaticDecoder``); compiled with CUDA graphs on CUDA only."""
         if self._decoder is None or self._decoder.model is not self.model:
-            self._decoder = _StaticDecoder(self.model, compile=self.device.type == "cuda",
-                                           grouped_attention=self.grouped_decode_attention)
+            self._decoder = _StaticDecoder(
+                self.model, compile=self.device.type == "cuda", grouped_attention=self.grouped_decode_attention
+            )
         stops = [x for x in params.stop if x]
         tok = self.tokenizer
 
         def stop_check(ids: torch.Tensor, done: torch.Tensor) -> bool:
             if stops:  # stop strings: decode the unfinished rows, mark the ones that contain one
                 flags = done.tolist()
-                hit = [r for r, (row, d) in enumerate(zip(ids.tolist(), flags)) if not d
-                       and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)]
+                hit = [
+                    r
+                    for r, (row, d) in enumerate(zip(ids.tolist(), flags))
+                    if not d and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)
+                ]
                 if hit:
                     done[hit] = True
             elif params.ignore_eos:  # nothing can finish early: never sync
@@ -497,30 +564,42 @@ class TransformersGenerator:
             if params.seed is not None:
                 torch.manual_seed(params.seed + chunk_index)
             out = self._decoder.run(
-                enc["input_ids"], enc["attention_mask"], rows, max_new,
-                cache_len=_round_up(prompt_len + max_new, self.pad_to_multiple_of), pad_id=self.tokenizer.pad_token_id,
-                eos_ids=self.eos_ids, temperature=params.temperature, top_p=params.top_p,
-                block_eos=params.ignore_eos, stop_check=stop_check,
+                enc["input_ids"],
+                enc["attention_mask"],
+                rows,
+                max_new,
+                cache_len=_round_up(prompt_len + max_new, self.pad_to_multiple_of),
+                pad_id=self.tokenizer.pad_token_id,
+                eos_ids=self.eos_ids,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                block_eos=params.ignore_eos,
+                stop_check=stop_check,
             )
         return [self._finish(self._cut_at_stop(ids, stops), params) for ids in out[:rows].tolist()]
 
-    def _decode_lean(self, ids: list[list[int]], max_new: int, params: SamplingParams, chunk_index: int,
-                     seeds: list[int] | None) -> list[Completion]:
+    def _decode_lean(
+        self, ids: list[list[int]], max_new: int, params: SamplingParams, chunk_index: int, seeds: list[int] | None
+    ) -> list[Completion]:
         """The CPU path (``LeanDecoder``): plain left padding, finished rows dropped as the batch goes; with a
         seed, one random stream per row (``_row_seeds``)."""
         from corecode.generation.lean_decode import LeanDecoder
 
         if self._lean is None or self._lean.model is not self.model:
             self._lean = LeanDecoder(self.model)
-        enc = self.tokenizer.pad({"input_ids": ids}, padding=True, padding_side="left",
-                                 return_tensors="pt").to(self.device)
+        enc = self.tokenizer.pad({"input_ids": ids}, padding=True, padding_side="left", return_tensors="pt").to(
+            self.device
+        )
         stops = [x for x in params.stop if x]
         tok = self.tokenizer
 
         def stop_check(so_far: torch.Tensor, finished: torch.Tensor) -> None:
             flags = finished.tolist()
-            hit = [r for r, (row, d) in enumerate(zip(so_far.tolist(), flags))
-                   if not d and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)]
+            hit = [
+                r
+                for r, (row, d) in enumerate(zip(so_far.tolist(), flags))
+                if not d and any(x in tok.decode(row, skip_special_tokens=True) for x in stops)
+            ]
             if hit:
                 finished[hit] = True
 
@@ -528,10 +607,18 @@ class TransformersGenerator:
         with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
             if params.seed is not None:
                 torch.manual_seed(params.seed + chunk_index)
-            out = self._lean.run(enc["input_ids"], enc["attention_mask"], max_new, pad_id=tok.pad_token_id,
-                                 eos_ids=self.eos_ids, temperature=params.temperature, top_p=params.top_p,
-                                 block_eos=params.ignore_eos, stop_check=stop_check if stops else None,
-                                 row_seeds=seeds)
+            out = self._lean.run(
+                enc["input_ids"],
+                enc["attention_mask"],
+                max_new,
+                pad_id=tok.pad_token_id,
+                eos_ids=self.eos_ids,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                block_eos=params.ignore_eos,
+                stop_check=stop_check if stops else None,
+                row_seeds=seeds,
+            )
         return [self._finish(self._cut_at_stop(row, stops), params) for row in out.tolist()]
 
     def _cut_at_stop(self, ids: list[int], stops: list[str]) -> list[int]:

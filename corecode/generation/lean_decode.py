@@ -75,14 +75,22 @@ class LeanDecoder:
         needed = ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling")
         if attn is None or not all(hasattr(attn, n) for n in needed):
             return False
-        if not (hasattr(layer, "input_layernorm") and hasattr(layer, "post_attention_layernorm") and
-                hasattr(layer, "mlp")):
+        if not (
+            hasattr(layer, "input_layernorm") and hasattr(layer, "post_attention_layernorm") and hasattr(layer, "mlp")
+        ):
             return False
         return hasattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb")
 
     # ---------------------------------------------------------------------------------------------------- one step
-    def step(self, tokens: torch.Tensor, positions: torch.Tensor, slot: int, keys: list[torch.Tensor],
-             values: list[torch.Tensor], keep: torch.Tensor) -> torch.Tensor:
+    def step(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        slot: int,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        keep: torch.Tensor,
+    ) -> torch.Tensor:
         """Logits [rows, vocab] for one new token per row at ``positions``; its K/V are written at buffer ``slot``
         and attention sees the buffer slots up to ``slot`` where ``keep`` is True."""
         rows = tokens.shape[0]
@@ -105,8 +113,12 @@ class LeanDecoder:
             # One query token: the query heads of a KV group become that group's query positions, so grouped-query
             # attention needs no repeated K/V (see hf._grouped_decode_attention).
             out = F.scaled_dot_product_attention(
-                q.reshape(rows, n_kv, -1, attn.head_dim), k_buf[:, :, : slot + 1], v_buf[:, :, : slot + 1],
-                attn_mask=mask, scale=attn.scaling)
+                q.reshape(rows, n_kv, -1, attn.head_dim),
+                k_buf[:, :, : slot + 1],
+                v_buf[:, :, : slot + 1],
+                attn_mask=mask,
+                scale=attn.scaling,
+            )
             x = x + attn.o_proj(out.reshape(rows, 1, -1))
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         return self.base.lm_head(self.inner.norm(x))[:, 0].float()
@@ -117,8 +129,18 @@ class LeanDecoder:
         rows, plen = input_ids.shape
         positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache()
-        logits = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                            use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1].float()
+        logits = (
+            self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self.cache_kw: cache},
+            )
+            .logits[:, -1]
+            .float()
+        )
         keys, values = [], []
         for layer in cache.layers:
             k = layer.keys.new_zeros(rows, layer.keys.shape[1], plen + max_new, layer.keys.shape[-1])
@@ -132,10 +154,19 @@ class LeanDecoder:
 
     # ----------------------------------------------------------------------------------------------------- the loop
     @torch.no_grad()
-    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, max_new: int, pad_id: int,
-            eos_ids: set[int], temperature: float, top_p: float, block_eos: bool = False,
-            stop_check: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
-            row_seeds: Sequence[int] | None = None) -> torch.Tensor:
+    def run(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        max_new: int,
+        pad_id: int,
+        eos_ids: set[int],
+        temperature: float,
+        top_p: float,
+        block_eos: bool = False,
+        stop_check: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
+        row_seeds: Sequence[int] | None = None,
+    ) -> torch.Tensor:
         """Generated ids [rows, <= max_new], ``pad_id`` after a row's EOS. Sampling is ``hf._pick_tokens`` (the
         distribution ``generate`` samples) with the torch global RNG, or with ``row_seeds``: one random stream per
         row (common random numbers). A row's sample then depends only on its seed, prompt and model, not on the

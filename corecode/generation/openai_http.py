@@ -154,4 +154,3 @@ class OpenAIGenerator:
             raise ValueError(f"SamplingParams.n must be >= 1, got {params.n}")
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return list(pool.map(lambda p: self._one(p, params), prompts))
-

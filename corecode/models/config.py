@@ -52,7 +52,8 @@ class TokenizerParams(BaseModel):
 
 
 class LoraParams(BaseModel):
-    """A LoRA adapter (peft): the one shape every trainer reads (``sft.lora``, ``grpo.team.lora``, ``grpo.single.lora``).
+    """A LoRA adapter (peft): the one shape every trainer reads (``sft.lora``, ``grpo.team.lora``, ``grpo.magrpo.lora``,
+    ``grpo.single.lora``).
 
     Defaults suit a 1.5B-14B hub checkpoint; the embedded default trains from scratch and keeps ``enabled: false``.
     """
@@ -77,18 +78,22 @@ class ModelParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name_or_path: str = Field(
-        "embedded", description="'embedded' (tiny Qwen2 built from model.embedded + a BPE tokenizer trained on the "
-        "corpus), or a hub id / local path loaded with AutoModelForCausalLM.from_pretrained."
+        "embedded",
+        description="'embedded' (tiny Qwen2 built from model.embedded + a BPE tokenizer trained on the "
+        "corpus), or a hub id / local path loaded with AutoModelForCausalLM.from_pretrained.",
     )
     revision: str | None = Field(None, description="Hub revision (branch, tag, commit) when name_or_path is a hub id.")
     copy_weights: bool = Field(
-        True, description="init-model with a hub id/path: save a full local copy in data/checkpoints/base (True) or "
-        "only a pointer file base/corecode_pointer.json naming the source (False; saves disk for 7B+)."
+        True,
+        description="init-model with a hub id/path: save a full local copy in data/checkpoints/base (True) or "
+        "only a pointer file base/corecode_pointer.json naming the source (False; saves disk for 7B+).",
     )
-    embedded: EmbeddedModelParams = Field(default_factory=EmbeddedModelParams,
-                                          description="Shape of the from-scratch model (name_or_path: embedded).")
-    tokenizer: TokenizerParams = Field(default_factory=TokenizerParams,
-                                       description="The BPE tokenizer init-model trains for the embedded model.")
+    embedded: EmbeddedModelParams = Field(
+        default_factory=EmbeddedModelParams, description="Shape of the from-scratch model (name_or_path: embedded)."
+    )
+    tokenizer: TokenizerParams = Field(
+        default_factory=TokenizerParams, description="The BPE tokenizer init-model trains for the embedded model."
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="'auto': bfloat16 on CUDA when supported, else float32 (CPU)."
     )

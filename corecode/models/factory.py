@@ -165,8 +165,17 @@ def init_base_checkpoint(params: ModelParams, corpus: list[Path], out_dir: Path,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # A re-run may switch between a copy and a pointer: remove the previous checkpoint's files (only those).
-    for pattern in (POINTER_FILE, "config.json", "generation_config.json", "model*.safetensors*", "tokenizer*",
-                    "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja"):
+    for pattern in (
+        POINTER_FILE,
+        "config.json",
+        "generation_config.json",
+        "model*.safetensors*",
+        "tokenizer*",
+        "special_tokens_map.json",
+        "vocab.json",
+        "merges.txt",
+        "chat_template.jinja",
+    ):
         for stale in out_dir.glob(pattern):
             stale.unlink()
     if params.name_or_path == EMBEDDED:

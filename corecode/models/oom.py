@@ -39,7 +39,7 @@ class oom_guard(ContextDecorator):  # noqa: N801 - used like a function: `with o
         self.stage = stage
         self.hints = tuple(hints)
 
-    def __enter__(self) -> "oom_guard":
+    def __enter__(self) -> oom_guard:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -40,8 +40,13 @@ def _lora_everywhere(r: int, alpha: int) -> dict[str, object]:
     """A LoRA adapter of rank ``r`` and gradient checkpointing for every trainer."""
     keys: dict[str, object] = {}
     for section in _TRAINERS:
-        keys |= {f"{section}.lora.enabled": True, f"{section}.lora.r": r, f"{section}.lora.alpha": alpha,
-                 f"{section}.lora.target_modules": list(_LORA_TARGETS), f"{section}.gradient_checkpointing": True}
+        keys |= {
+            f"{section}.lora.enabled": True,
+            f"{section}.lora.r": r,
+            f"{section}.lora.alpha": alpha,
+            f"{section}.lora.target_modules": list(_LORA_TARGETS),
+            f"{section}.gradient_checkpointing": True,
+        }
     return keys
 
 
@@ -121,8 +126,10 @@ def read_profile(profile: str | Path) -> tuple[str, dict]:
         return str(named), _read_tree(named)
     if str(profile) in PROFILES:
         return f"built-in profile {profile}", _nest(PROFILES[str(profile)])
-    raise ProfileError(f"{profile}: no such profile file, no {named} and no built-in profile of that name "
-                       "(see `corecode profile list`)")
+    raise ProfileError(
+        f"{profile}: no such profile file, no {named} and no built-in profile of that name "
+        "(see `corecode profile list`)"
+    )
 
 
 def _owner(layers: list[tuple[str, dict]], loc: list[str]) -> str:

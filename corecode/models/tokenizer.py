@@ -46,7 +46,11 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: in
     bpe = json.loads(tok.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ", 1)) for m in bpe["merges"]]
     qwen = Qwen2Tokenizer(
-        vocab=bpe["vocab"], merges=merges, unk_token=None, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
+        vocab=bpe["vocab"],
+        merges=merges,
+        unk_token=None,
+        eos_token=EOS_TOKEN,
+        pad_token=PAD_TOKEN,
         clean_up_tokenization_spaces=False,
     )
     qwen.padding_side = "left"  # decoder-only generation pads on the left; training collators set their own side

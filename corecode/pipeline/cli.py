@@ -31,10 +31,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics(
-        eval_dirs: list[Path] = typer.Option(None, "--eval-dir", help="Where evaluations are (default "
-                                             "data/reports/eval); repeatable."),
-        compare: list[str] = typer.Option(None, "--compare", help="A:B, a paired comparison instead of "
-                                          "report.comparisons; repeatable."),
+        eval_dirs: list[Path] = typer.Option(
+            None, "--eval-dir", help="Where evaluations are (default data/reports/eval); repeatable."
+        ),
+        compare: list[str] = typer.Option(
+            None, "--compare", help="A:B, a paired comparison instead of report.comparisons; repeatable."
+        ),
         out: Path = typer.Option(None, "--out", help="metrics file to write (default data/reports/metrics.json)."),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,

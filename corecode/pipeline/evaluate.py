@@ -131,8 +131,9 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
             det, eff = _split_efficiency(bench_summary)
             det["efficiency"] = cost = generation_cost(attempts)
             # tokens spent per problem solved at pass@1 (one sample per problem); None when nothing passes
-            cost["tokens_per_solved_problem"] = (cost["tokens_per_sample"] / det["pass_at_1"]
-                                                 if det["pass_at_1"] else None)
+            cost["tokens_per_solved_problem"] = (
+                cost["tokens_per_sample"] / det["pass_at_1"] if det["pass_at_1"] else None
+            )
             if alone is not None and bench in ev.collaboration_gain_benchmarks:
                 n_alone = ev.collaboration_gain_n_samples or n
                 alone_ks = [k for k in ev.ks if k <= n_alone] or [1]

@@ -45,32 +45,50 @@ def evaluated_methods(roots: Sequence[Path] = (EVAL_DIR,)) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def collect_metrics(params: Params, roots: Sequence[Path] = (EVAL_DIR,), out: Path = METRICS_FILE,
-                    comparisons: Sequence[tuple[str, str]] | None = None) -> dict:
+def collect_metrics(
+    params: Params,
+    roots: Sequence[Path] = (EVAL_DIR,),
+    out: Path = METRICS_FILE,
+    comparisons: Sequence[tuple[str, str]] | None = None,
+) -> dict:
     """Every method evaluated under ``roots`` and the paired comparisons (``report.comparisons`` unless given)."""
     from corecode.evaluation.stats import paired_bootstrap
 
     report = params.report
     dirs = evaluated_methods(roots)
     methods = {m: json.loads((d / "summary.json").read_text())["benchmarks"] for m, d in dirs.items()}
-    efficiency = {m: json.loads((d / "efficiency.json").read_text()) if (d / "efficiency.json").exists() else {}
-                  for m, d in dirs.items()}
+    efficiency = {
+        m: json.loads((d / "efficiency.json").read_text()) if (d / "efficiency.json").exists() else {}
+        for m, d in dirs.items()
+    }
     rows = []
     for a, b in report.comparisons if comparisons is None else comparisons:
         for name in (a, b):
             if name not in dirs:
-                raise FileNotFoundError(f"report.comparisons names {name!r}, which has no evaluation under "
-                                        f"{', '.join(map(str, roots))}")
+                raise FileNotFoundError(
+                    f"report.comparisons names {name!r}, which has no evaluation under {', '.join(map(str, roots))}"
+                )
         for bench in params.evaluate.benchmarks:
             res = paired_bootstrap(
-                per_problem_scores(a, bench, dirs[a].parent), per_problem_scores(b, bench, dirs[b].parent),
-                n_resamples=report.n_resamples, seed=params.seed, alternative=report.alternative,
+                per_problem_scores(a, bench, dirs[a].parent),
+                per_problem_scores(b, bench, dirs[b].parent),
+                n_resamples=report.n_resamples,
+                seed=params.seed,
+                alternative=report.alternative,
                 confidence=report.confidence,
             )
             rows.append(
-                {"a": a, "b": b, "benchmark": bench, "delta": res.delta, "p_value": res.p_value,
-                 "ci_low": res.ci_low, "ci_high": res.ci_high, "alternative": report.alternative,
-                 "n_problems": res.n_problems}
+                {
+                    "a": a,
+                    "b": b,
+                    "benchmark": bench,
+                    "delta": res.delta,
+                    "p_value": res.p_value,
+                    "ci_low": res.ci_low,
+                    "ci_high": res.ci_high,
+                    "alternative": report.alternative,
+                    "n_problems": res.n_problems,
+                }
             )
     comparisons = rows
     metrics = {"methods": methods, "comparisons": comparisons}

@@ -13,4 +13,12 @@ from corecode.sandbox.prepare import PreparedProblem
 from corecode.sandbox.sandbox import Sandbox
 from corecode.sandbox.types import SampleResult, TestOutcome, Verdict
 
-__all__ = ["Sandbox", "SandboxParams", "SandboxUnavailable", "PreparedProblem", "SampleResult", "TestOutcome", "Verdict"]
+__all__ = [
+    "Sandbox",
+    "SandboxParams",
+    "SandboxUnavailable",
+    "PreparedProblem",
+    "SampleResult",
+    "TestOutcome",
+    "Verdict",
+]

@@ -7,7 +7,6 @@ the throughput; exits non-zero when anything is off. Cheap enough to run after i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,9 +16,9 @@ from corecode.cli_common import fail, load_cli_params
 def register(app: typer.Typer) -> None:
     @app.command("sandbox-selftest")
     def sandbox_selftest(
-        workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
-        isolation: Optional[str] = typer.Option(None, "--isolation", help="bwrap | unshare | none."),
-        params: Optional[Path] = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
+        workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
+        isolation: str | None = typer.Option(None, "--isolation", help="bwrap | unshare | none."),
+        params: Path | None = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
     ) -> None:
         """Canonical HumanEval solutions must all pass and constant answers all fail, inside the sandbox."""
         import time

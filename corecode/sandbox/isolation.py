@@ -58,7 +58,15 @@ def _bwrap(params: SandboxParams, zygote_src: str, out_fd: int) -> list[str]:
     if not shutil.which("bwrap"):
         raise SandboxUnavailable("isolation='bwrap' needs bubblewrap: apt-get install bubblewrap")
     real, dirs = interpreter_paths(params.python)
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1"]
+    cmd = [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+    ]
     cmd += ["--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin", "--setenv", "LANG", "C.UTF-8"]
     # Merged-/usr systems: /lib, /lib64, /bin are symlinks into /usr; recreate them so the loader path works.
     bound = set()

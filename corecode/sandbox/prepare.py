@@ -18,9 +18,9 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from corecode.data.schema import Problem
 from corecode.sandbox.judge import JudgeError

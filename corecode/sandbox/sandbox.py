@@ -12,8 +12,8 @@ import atexit
 import queue
 import signal
 import threading
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Sequence
 
 from corecode.data.schema import Problem
 from corecode.sandbox.config import SandboxParams
@@ -29,6 +29,7 @@ from corecode.sandbox.judge import (
 from corecode.sandbox.prepare import PrepareCache, PreparedProblem, materialise, problem_key
 from corecode.sandbox.types import SampleResult, TestOutcome, Verdict
 from corecode.sandbox.worker import Execution, Worker
+
 
 class Sandbox:
     """Pool of sandboxed workers. Use as a context manager; workers start on first use and stop on ``close``."""
@@ -49,7 +50,7 @@ class Sandbox:
         self._spawner: ThreadPoolExecutor | None = None
 
     # -------------------------------------------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -69,7 +69,7 @@ def write_frame(fd, obj):
     data = json.dumps(obj).encode()
     data = struct.pack(">I", len(data)) + data
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def make_non_dumpable():

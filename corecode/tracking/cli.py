@@ -60,24 +60,30 @@ def register(app: typer.Typer) -> None:
         method_dir = eval_dir / pp.method
         files = sorted(method_dir.glob("*.jsonl"))
         if not any(f.stem == pp.gate_benchmark for f in files):
-            fail(f"{method_dir / (pp.gate_benchmark + '.jsonl')}: gate benchmark results not found "
-                 f"(promote.method={pp.method!r}, promote.gate_benchmark={pp.gate_benchmark!r})")
+            fail(
+                f"{method_dir / (pp.gate_benchmark + '.jsonl')}: gate benchmark results not found "
+                f"(promote.method={pp.method!r}, promote.gate_benchmark={pp.gate_benchmark!r})"
+            )
         try:
             per_problem = {f.stem: read_per_problem(f) for f in files}
         except ValueError as e:
             fail(str(e))
         with stage_run("promote", params) as run:
             gate = per_problem[pp.gate_benchmark]
-            tags = {"corecode.method": pp.method,
-                    f"corecode.{pp.gate_benchmark}.pass_at_1": f"{sum(gate.values()) / len(gate):.6f}"}
+            tags = {
+                "corecode.method": pp.method,
+                f"corecode.{pp.gate_benchmark}.pass_at_1": f"{sum(gate.values()) / len(gate):.6f}",
+            }
             try:
                 mv = register_checkpoint(pp.checkpoints, pp.model_name, run, per_problem=per_problem, tags=tags)
             except FileNotFoundError as e:
                 fail(f"{e} (promote.checkpoints)")
             decision = apply_gate(pp.model_name, str(mv.version), pp)
             run.log_dict(decision.to_dict(), "promotion.json")
-            run.log_metrics({k: v for k, v in decision.to_dict().items()
-                             if k in ("delta", "p_value") and v is not None} | {"promoted": float(decision.promoted)})
+            run.log_metrics(
+                {k: v for k, v in decision.to_dict().items() if k in ("delta", "p_value") and v is not None}
+                | {"promoted": float(decision.promoted)}
+            )
         out.write_text(json.dumps(decision.to_dict(), indent=2) + "\n")
         verb = "promoted to" if decision.promoted else "kept as challenger, not"
         typer.echo(f"{pp.model_name} v{decision.version} {verb} {pp.alias}: {decision.reason}")

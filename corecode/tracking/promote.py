@@ -79,13 +79,21 @@ def decide(
             f"({len(candidate)} vs {len(champion)}, {len(set(candidate) ^ set(champion))} differ)",
             {},
         )
-    res = paired_bootstrap(candidate, champion, n_resamples=params.n_resamples, seed=params.seed,
-                           alternative=params.alternative)
-    stats = {"delta": res.delta, "p_value": res.p_value, "ci_low": res.ci_low, "ci_high": res.ci_high,
-             "n_problems": res.n_problems}
-    detail = (f"{bench}: delta pass@1 = {res.delta:+.4f} over {res.n_problems} problems, "
-              f"p = {res.p_value:.4g} ({params.alternative}, threshold {params.p_value_threshold}) "
-              f"vs {params.alias} v{champion_version}")
+    res = paired_bootstrap(
+        candidate, champion, n_resamples=params.n_resamples, seed=params.seed, alternative=params.alternative
+    )
+    stats = {
+        "delta": res.delta,
+        "p_value": res.p_value,
+        "ci_low": res.ci_low,
+        "ci_high": res.ci_high,
+        "n_problems": res.n_problems,
+    }
+    detail = (
+        f"{bench}: delta pass@1 = {res.delta:+.4f} over {res.n_problems} problems, "
+        f"p = {res.p_value:.4g} ({params.alternative}, threshold {params.p_value_threshold}) "
+        f"vs {params.alias} v{champion_version}"
+    )
     if res.delta > 0 and res.p_value < params.p_value_threshold:
         return True, "better: " + detail, stats
     return False, "not significantly better: " + detail, stats

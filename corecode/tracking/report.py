@@ -158,10 +158,14 @@ def make_plots(data: dict, train_logs: dict[str, list[dict]], out_dir: Path) -> 
     for bench in benchmarks(data):
         methods = _methods_for(data, bench)
         results = [data["methods"][m][bench] for m in methods]
-        ks = ["pass_at_1"] + sorted({k for r in results for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"},
-                                    key=lambda k: int(k.rsplit("_", 1)[-1]) if k.rsplit("_", 1)[-1].isdigit() else 0)
-        series = {k: [r["pass_at_1"] if k == "pass_at_1" else _numeric(r.get("pass_at_k")).get(k, 0.0)
-                      for r in results] for k in ks}
+        ks = ["pass_at_1"] + sorted(
+            {k for r in results for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"},
+            key=lambda k: int(k.rsplit("_", 1)[-1]) if k.rsplit("_", 1)[-1].isdigit() else 0,
+        )
+        series = {
+            k: [r["pass_at_1"] if k == "pass_at_1" else _numeric(r.get("pass_at_k")).get(k, 0.0) for r in results]
+            for k in ks
+        }
         fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
         _bar_groups(ax, methods, series, "pass rate")
         ax.set_title(f"pass@k on {bench}")
@@ -204,7 +208,7 @@ def make_plots(data: dict, train_logs: dict[str, list[dict]], out_dir: Path) -> 
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None)
             ax.set_title(key, fontsize=9)
             ax.set_xlabel("step")
-        for ax in list(axes.flat)[len(keys):]:
+        for ax in list(axes.flat)[len(keys) :]:
             ax.axis("off")
         fig.suptitle(f"training: {name}")
         save(fig, f"train_{name}.png")
@@ -235,14 +239,16 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
         results = {m: data["methods"][m][bench] for m in methods}
         ks = sorted({k for r in results.values() for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"})
         lines += [f"## {bench}", ""]
-        lines += _table(["method", "pass_at_1", *ks],
-                        [[m, r["pass_at_1"], *(_numeric(r.get("pass_at_k")).get(k, "") for k in ks)]
-                         for m, r in results.items()])
+        lines += _table(
+            ["method", "pass_at_1", *ks],
+            [[m, r["pass_at_1"], *(_numeric(r.get("pass_at_k")).get(k, "") for k in ks)] for m, r in results.items()],
+        )
         verdicts = sorted({v for r in results.values() for v in _failures(r)})
         if verdicts:
             lines += ["Failure breakdown (fraction of samples):", ""]
-            lines += _table(["method", *verdicts], [[m, *(_failures(r).get(v, "") for v in verdicts)]
-                                                    for m, r in results.items()])
+            lines += _table(
+                ["method", *verdicts], [[m, *(_failures(r).get(v, "") for v in verdicts)] for m, r in results.items()]
+            )
         eff = {m: _efficiency(data, m, bench) for m in methods}
         names = sorted({k for e in eff.values() for k in e})
         if names:
@@ -255,8 +261,10 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
     comps = data.get("comparisons") or []
     if comps:
         lines += ["## Paired comparisons", "", "Paired bootstrap over problems; delta = pass@1(a) - pass@1(b).", ""]
-        lines += _table(["a", "b", "benchmark", "delta", "p_value"],
-                        [[c["a"], c["b"], c["benchmark"], float(c["delta"]), float(c["p_value"])] for c in comps])
+        lines += _table(
+            ["a", "b", "benchmark", "delta", "p_value"],
+            [[c["a"], c["b"], c["benchmark"], float(c["delta"]), float(c["p_value"])] for c in comps],
+        )
     train = [n for n in rel if n.startswith("train_")]
     if train:
         lines += ["## Training curves", ""]

@@ -60,8 +60,19 @@ def load_checkpoint(accelerator, path: str | Path) -> None:
 
 
 # Settings that do not change what a run computes: a restart may differ in them and still resume.
-_NOT_SHAPING = {"save_steps", "save_total_limit", "resume", "log_path", "magrpo_log_path", "checkpoint_dir",
-                "magrpo_checkpoint_dir", "planner_output", "coder_output", "magrpo_helper_output", "magrpo_main_output"}
+_NOT_SHAPING = {
+    "save_steps",
+    "save_total_limit",
+    "resume",
+    "log_path",
+    "magrpo_log_path",
+    "checkpoint_dir",
+    "magrpo_checkpoint_dir",
+    "planner_output",
+    "coder_output",
+    "magrpo_helper_output",
+    "magrpo_main_output",
+}
 
 
 def run_fingerprint(settings: dict, seed: int, start_models: list[str | Path]) -> str:

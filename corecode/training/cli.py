@@ -12,7 +12,6 @@ import typer
 
 from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
 
-
 # What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
 _SFT_OOM_HINTS = (
     "lower sft.batch_size (and raise sft.gradient_accumulation_steps to keep the effective batch)",
@@ -48,10 +47,9 @@ def _register_sft(app: typer.Typer) -> None:
         if role not in ROLES:
             raise typer.BadParameter(f"{role!r} is not one of {', '.join(ROLES)}", param_hint="--role")
         p = load_cli_params(params, set_)
+        from corecode.models.oom import oom_guard
         from corecode.tracking.runs import stage_run
         from corecode.training.sft import train_sft
-
-        from corecode.models.oom import oom_guard
 
         with stage_run(f"sft_{role}", p) as run, oom_guard(f"sft_{role}", _SFT_OOM_HINTS):
             res = train_sft(role, p.sft, seed=p.seed, report_to=["mlflow"] if run.enabled else [])
@@ -131,10 +129,9 @@ def _register_team(app: typer.Typer) -> None:
         import json
 
         p = load_cli_params(params_path, overrides)
+        from corecode.models.oom import oom_guard
         from corecode.tracking.runs import stage_run
         from corecode.training import team_grpo
-
-        from corecode.models.oom import oom_guard
 
         with stage_run(stage, p) as run:  # the active MLflow run: the trainer logs per-step metrics into it
             with oom_guard(stage, _TEAM_OOM_HINTS):

@@ -35,8 +35,10 @@ class TwoRoleGRPOParams(BaseModel):
 
     # Data and outputs
     train_problems: str = Field("data/processed/composite_rl.jsonl", description="Problem JSONL to train on.")
-    val_problems: str = Field("data/processed/composite_val.jsonl", description="Problem JSONL of the in-training "
-                                                                                "evaluation (eval_problems of them).")
+    val_problems: str = Field(
+        "data/processed/composite_val.jsonl",
+        description="Problem JSONL of the in-training evaluation (eval_problems of them).",
+    )
     checkpoint_dir: str = Field(description="Resumable training checkpoints (outside DVC's outputs).")
     log_path: str = Field(description="Per-step log (JSON list) for dvc plots.")
 
@@ -44,14 +46,20 @@ class TwoRoleGRPOParams(BaseModel):
     problems_per_step: int = Field(16, ge=1, description="Problems per step (per process).")
     temperature: float = Field(0.7, gt=0, description="Sampling temperature in rollouts.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling in rollouts.")
-    generation_batch_size: int = Field(32, ge=1, description="Prompts per generate call; scoring of one chunk "
-                                                              "overlaps generation of the next.")
-    static_cache: bool = Field(False, description="Static KV cache in generate, compiled by transformers (faster "
-                                                  "on a GPU, see docs/gpu.md; slower on CPU).")
+    generation_batch_size: int = Field(
+        32, ge=1, description="Prompts per generate call; scoring of one chunk overlaps generation of the next."
+    )
+    static_cache: bool = Field(
+        False,
+        description="Static KV cache in generate, compiled by transformers (faster "
+        "on a GPU, see docs/gpu.md; slower on CPU).",
+    )
     lean_decode: bool | None = Field(
-        None, description="Sample rollouts with corecode's eager decode loop (corecode.generation.lean_decode: no "
+        None,
+        description="Sample rollouts with corecode's eager decode loop (corecode.generation.lean_decode: no "
         "generate overhead, finished rows dropped) instead of generate. null (auto): on CPU for Llama/Qwen2-shaped "
-        "models (faster there, docs/benchmarks.md); true: wherever the model is supported; false: generate.")
+        "models (faster there, docs/benchmarks.md); true: wherever the model is supported; false: generate.",
+    )
 
     # Optimisation (TRL GRPOConfig names)
     max_steps: int = Field(200, ge=1, description="Optimizer steps (each step = one rollout batch).")
@@ -62,33 +70,49 @@ class TwoRoleGRPOParams(BaseModel):
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping per role.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
     num_iterations: int = Field(
-        1, ge=1, description="Optimizer steps per rollout batch (TRL's num_iterations, DeepSeekMath's mu); later ones "
+        1,
+        ge=1,
+        description="Optimizer steps per rollout batch (TRL's num_iterations, DeepSeekMath's mu); later ones "
         "clip the ratio against the sampling policy's log-probs. Generation is most of a CPU step, so mu > 1 buys "
-        "gradient steps for little time. The scheduler counts max_steps x num_iterations.")
+        "gradient steps for little time. The scheduler counts max_steps x num_iterations.",
+    )
     loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("grpo", description="TRL loss aggregation variant.")
     beta: float = Field(0.0, ge=0, description="KL coefficient to the frozen start policy (0: no reference model).")
     epsilon: float = Field(0.2, gt=0, description="Lower clip range of the importance ratio.")
     epsilon_high: float | None = Field(None, description="Upper clip range (DAPO); None: same as epsilon.")
     scale_rewards: Literal["group", "batch", "none"] = Field("group", description="Advantage std scaling (TRL).")
-    schedule: Literal["joint", "alternate"] = Field("joint", description="Update both roles every step, or "
-                                                    "alternate a stage of the first role and one of the second "
-                                                    "(CoRe-Code's Planner stage / Coder stage).")
+    schedule: Literal["joint", "alternate"] = Field(
+        "joint",
+        description="Update both roles every step, or "
+        "alternate a stage of the first role and one of the second "
+        "(CoRe-Code's Planner stage / Coder stage).",
+    )
     alternate_every: int = Field(1, ge=1, description="Steps per stage when schedule=alternate.")
 
     # PPO-ptx (InstructGPT): the SFT objective stays in every update
     ptx_coef: float = Field(
-        0.0, ge=0, description="Weight of a language-modelling loss on a batch of the role's SFT data, added to each "
-        "GRPO update (InstructGPT's PPO-ptx): RL may not unlearn what SFT taught. 0: off.")
+        0.0,
+        ge=0,
+        description="Weight of a language-modelling loss on a batch of the role's SFT data, added to each "
+        "GRPO update (InstructGPT's PPO-ptx): RL may not unlearn what SFT taught. 0: off.",
+    )
     ptx_data: dict[str, str] = Field(
-        default_factory=dict, description="Per role, the SFT dataset (JSONL rows with prompt and completion) the ptx "
-        "loss reads; a role without one gets no ptx term.")
+        default_factory=dict,
+        description="Per role, the SFT dataset (JSONL rows with prompt and completion) the ptx "
+        "loss reads; a role without one gets no ptx term.",
+    )
     ptx_batch_size: int = Field(8, ge=1, description="SFT rows per update for the ptx loss.")
 
     # LoRA (peft): an adapter per role, on its own base or on one shared base
-    lora: LoraParams = Field(default_factory=_team_lora, description="LoRA per role (enabled: false trains all "
-                                                                      "weights); the KL reference is the adapter off.")
-    shared_base: bool = Field(False, description="One base model (the first role's start) + one LoRA adapter per "
-                                                 "role instead of two models; needs lora.enabled; one process.")
+    lora: LoraParams = Field(
+        default_factory=_team_lora,
+        description="LoRA per role (enabled: false trains all weights); the KL reference is the adapter off.",
+    )
+    shared_base: bool = Field(
+        False,
+        description="One base model (the first role's start) + one LoRA adapter per "
+        "role instead of two models; needs lora.enabled; one process.",
+    )
 
     # Checkpoints, evaluation during training
     save_steps: int = Field(20, ge=1, description="Write a resumable checkpoint every N steps.")
@@ -127,16 +151,19 @@ class TeamGRPOParams(TwoRoleGRPOParams):
     max_code_tokens: int = Field(96, ge=1, description="Max new tokens of a program.")
     frozen_roles: list[Literal["planner", "coder"]] = Field(
         default_factory=lambda: ["planner"],
-        description="Roles sampled but never updated ([planner]: train the Coder on the live Planner's plans).")
+        description="Roles sampled but never updated ([planner]: train the Coder on the live Planner's plans).",
+    )
 
     ptx_coef: float = Field(2.0, ge=0, description=TwoRoleGRPOParams.model_fields["ptx_coef"].description)
     ptx_data: dict[str, str] = Field(
         default_factory=lambda: {"planner": "data/processed/planner.jsonl", "coder": "data/processed/coder.jsonl"},
-        description=TwoRoleGRPOParams.model_fields["ptx_data"].description)
+        description=TwoRoleGRPOParams.model_fields["ptx_data"].description,
+    )
 
     coder_reward: CoderRewardWeights = Field(default_factory=CoderRewardWeights, description="The Coder's reward.")
-    planner_reward: PlannerRewardWeights = Field(default_factory=PlannerRewardWeights,
-                                                 description="The Planner's reward (through the Coder's).")
+    planner_reward: PlannerRewardWeights = Field(
+        default_factory=PlannerRewardWeights, description="The Planner's reward (through the Coder's)."
+    )
     planner_device: str | None = Field(None, description="Device of the Planner (e.g. cuda:0); None: accelerator's.")
     coder_device: str | None = Field(None, description="Device of the Coder (e.g. cuda:1); None: accelerator's.")
 
@@ -159,7 +186,8 @@ class MAGRPOParams(TwoRoleGRPOParams):
     max_steps: int = Field(30, ge=1, description="Optimizer steps (each step = one rollout batch).")
     learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate (both agents).")
     frozen_roles: list[Literal["helper", "main"]] = Field(
-        default_factory=list, description="Agents sampled but never updated.")
+        default_factory=list, description="Agents sampled but never updated."
+    )
 
     reward: MAGRPORewardWeights = Field(default_factory=MAGRPORewardWeights, description="The shared tiered reward.")
     helper_device: str | None = Field(None, description="Device of the helper (e.g. cuda:0); None: accelerator's.")
@@ -173,5 +201,6 @@ class GRPOParams(BaseModel):
 
     team: TeamGRPOParams = Field(default_factory=TeamGRPOParams, description="`corecode grpo-team` (stage grpo).")
     magrpo: MAGRPOParams = Field(default_factory=MAGRPOParams, description="`corecode grpo-magrpo` (stage magrpo).")
-    single: SingleGRPOParams = Field(default_factory=SingleGRPOParams,
-                                     description="`corecode grpo-single [--plan-then-code]` (stage grpo_single).")
+    single: SingleGRPOParams = Field(
+        default_factory=SingleGRPOParams, description="`corecode grpo-single [--plan-then-code]` (stage grpo_single)."
+    )

@@ -54,7 +54,11 @@ def completion_text(completion) -> str:
 
 
 _CRASHED = {
-    Verdict.runtime_error, Verdict.timeout, Verdict.memory_exceeded, Verdict.syntax_error, Verdict.sandbox_error,
+    Verdict.runtime_error,
+    Verdict.timeout,
+    Verdict.memory_exceeded,
+    Verdict.syntax_error,
+    Verdict.sandbox_error,
 }
 
 
@@ -90,8 +94,13 @@ def code_constants(code: str | None) -> set[tuple[str, object]] | None:
                 out.add(("str", n.value))
             elif isinstance(n.value, int) and not isinstance(n.value, bool):
                 out.add(("int", n.value))
-        elif (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
-              and isinstance(n.operand.value, int) and not isinstance(n.operand.value, bool)):
+        elif (
+            isinstance(n, ast.UnaryOp)
+            and isinstance(n.op, ast.USub)
+            and isinstance(n.operand, ast.Constant)
+            and isinstance(n.operand.value, int)
+            and not isinstance(n.operand.value, bool)
+        ):
             out.add(("int", -n.operand.value))
     return out
 
@@ -171,7 +180,10 @@ def _defined_functions(code: str | None) -> dict[str, ast.AST] | None:
 
 
 def magrpo_reward(
-    problem: Problem, helper_code: str | None, main_code: str | None, result: SampleResult | None,
+    problem: Problem,
+    helper_code: str | None,
+    main_code: str | None,
+    result: SampleResult | None,
     weights: MAGRPORewardWeights,
 ) -> float:
     """MAGRPO's tiered shared reward for a (helper, main) pair; tiers gate each other as in the paper.
@@ -241,8 +253,13 @@ class SandboxCodeReward:
     ``plan_format_weight`` > 0 adds the plan-format term for plan-then-code completions (PTA-GRPO style).
     """
 
-    def __init__(self, problems: dict[str, Problem] | Sequence[Problem], sandbox,
-                 weights: CoderRewardWeights | None = None, plan_format_weight: float = 0.0):
+    def __init__(
+        self,
+        problems: dict[str, Problem] | Sequence[Problem],
+        sandbox,
+        weights: CoderRewardWeights | None = None,
+        plan_format_weight: float = 0.0,
+    ):
         self.problems = problems if isinstance(problems, dict) else {p.task_id: p for p in problems}
         self.sandbox = sandbox
         self.weights = weights or CoderRewardWeights()

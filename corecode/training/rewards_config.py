@@ -1,5 +1,6 @@
 """Reward weights of the GRPO trainers: the Coder's and the Planner's (``grpo.team``), the single-agent baseline's
-(``grpo.single.reward``, the Coder's shape) and MAGRPO's (``grpo.magrpo.reward``). Read by ``corecode.training.rewards``.
+(``grpo.single.reward``, the Coder's shape) and MAGRPO's (``grpo.magrpo.reward``). Read by
+``corecode.training.rewards``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,23 @@ class CoderRewardWeights(BaseModel):
     runs: float = Field(0.1, description="Program ran without crashing, timing out or exceeding memory.")
     tests: float = Field(0.6, description="Per-test credit: weight times the fraction of tests passed.")
     passed: float = Field(0.2, description="Bonus when every test passes.")
-    time: float = Field(0.0, description="Efficiency: reference wall time / program wall time (clipped to 1), "
-                                         "only for passing programs. Non-deterministic: keep 0 for exact resumes.")
-    memory: float = Field(0.0, description="Efficiency: reference peak memory / program peak memory (clipped to 1), "
-                                           "only for passing programs (CoRe-Code's Coder memory term).")
-    plan_adherence: float = Field(0.0, description="Team GRPO only: fraction of the plan's literal constants (quoted "
-                                                   "strings, integers) that the program uses as literals. Credits the "
-                                                   "Coder for following its partner's plan; 1.0 for a plan without "
-                                                   "constants.")
+    time: float = Field(
+        0.0,
+        description="Efficiency: reference wall time / program wall time (clipped to 1), "
+        "only for passing programs. Non-deterministic: keep 0 for exact resumes.",
+    )
+    memory: float = Field(
+        0.0,
+        description="Efficiency: reference peak memory / program peak memory (clipped to 1), "
+        "only for passing programs (CoRe-Code's Coder memory term).",
+    )
+    plan_adherence: float = Field(
+        0.0,
+        description="Team GRPO only: fraction of the plan's literal constants (quoted "
+        "strings, integers) that the program uses as literals. Credits the "
+        "Coder for following its partner's plan; 1.0 for a plan without "
+        "constants.",
+    )
 
 
 class PlannerRewardWeights(BaseModel):
@@ -33,10 +43,16 @@ class PlannerRewardWeights(BaseModel):
 
     coder: float = Field(1.0, description="Mean Coder reward over the G_c programs written from this plan.")
     plan_format: float = Field(0.1, description="The plan is well formed (<plan> tags and numbered steps).")
-    guidance: float = Field(0.0, description="PTA-GRPO-style guidance quality: fraction of the plan's programs that "
-                                             "pass every test (rewards plans that lead to complete solutions).")
-    time: float = Field(0.0, description="CoRe-Code's Planner time-efficiency term: mean reference/program wall "
-                                         "time over the plan's passing programs. Non-deterministic.")
+    guidance: float = Field(
+        0.0,
+        description="PTA-GRPO-style guidance quality: fraction of the plan's programs that "
+        "pass every test (rewards plans that lead to complete solutions).",
+    )
+    time: float = Field(
+        0.0,
+        description="CoRe-Code's Planner time-efficiency term: mean reference/program wall "
+        "time over the plan's passing programs. Non-deterministic.",
+    )
 
 
 class MAGRPORewardWeights(BaseModel):
@@ -44,7 +60,9 @@ class MAGRPORewardWeights(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    helper_defined: float = Field(0.1, description="The helper's code parses and defines a function other than the entry point.")
+    helper_defined: float = Field(
+        0.1, description="The helper's code parses and defines a function other than the entry point."
+    )
     main_defined: float = Field(0.1, description="The main agent's code parses and defines the entry point.")
     parses: float = Field(0.1, description="Helper + main together parse as Python.")
     tests: float = Field(0.6, description="Fraction of tests passed by the joint program.")

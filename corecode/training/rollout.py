@@ -41,8 +41,16 @@ def _completion_ids(row: list[int], eos_id: int | None, pad_id: int | None) -> t
 
 @torch.no_grad()
 def generate_chunks(
-    model, tokenizer, prompts: Sequence[str], n: int, max_new_tokens: int, temperature: float = 1.0,
-    top_p: float = 1.0, chunk_size: int = 16, do_sample: bool = True, static_cache: bool = False,
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    n: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    chunk_size: int = 16,
+    do_sample: bool = True,
+    static_cache: bool = False,
     lean_decode: bool | None = False,
 ) -> Iterator[list[list[Sample]]]:
     """Yield, chunk by chunk of prompts, ``n`` samples per prompt (so a caller can score a chunk while the next one
@@ -60,17 +68,35 @@ def generate_chunks(
         for start in range(0, len(prompts), chunk_size):
             chunk = list(prompts[start : start + chunk_size])
             # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, padding_side="left",
-                            pad_to_multiple_of=64 if static_cache else None).to(model.device)
+            enc = tokenizer(
+                chunk,
+                return_tensors="pt",
+                padding=True,
+                padding_side="left",
+                pad_to_multiple_of=64 if static_cache else None,
+            ).to(model.device)
             if lean is not None:
                 rows = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
-                gen = lean.run(*rows, max_new_tokens, pad_id=pad_id, eos_ids={eos_id} - {None},
-                               temperature=temperature if do_sample else 0.0, top_p=top_p).tolist()
+                gen = lean.run(
+                    *rows,
+                    max_new_tokens,
+                    pad_id=pad_id,
+                    eos_ids={eos_id} - {None},
+                    temperature=temperature if do_sample else 0.0,
+                    top_p=top_p,
+                ).tolist()
             else:
                 out = model.generate(
-                    **enc, max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=n,
-                    temperature=temperature if do_sample else None, top_p=top_p if do_sample else None, top_k=None,
-                    pad_token_id=pad_id, eos_token_id=eos_id, **extra,
+                    **enc,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=do_sample,
+                    num_return_sequences=n,
+                    temperature=temperature if do_sample else None,
+                    top_p=top_p if do_sample else None,
+                    top_k=None,
+                    pad_token_id=pad_id,
+                    eos_token_id=eos_id,
+                    **extra,
                 )
                 gen = out[:, enc["input_ids"].shape[1] :].tolist()
             prompt_rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"], enc["attention_mask"])]
@@ -92,8 +118,12 @@ def collate(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.T
     prompts = [torch.tensor(s.prompt_ids, dtype=torch.long) for s in samples]
     completions = [torch.tensor(s.completion.token_ids or [pad_id], dtype=torch.long) for s in samples]
     # An empty completion is padded to one token that the mask leaves out of the loss.
-    completion_masks = [torch.ones(len(s.completion.token_ids), dtype=torch.long) if s.completion.token_ids
-                        else torch.zeros(1, dtype=torch.long) for s in samples]
+    completion_masks = [
+        torch.ones(len(s.completion.token_ids), dtype=torch.long)
+        if s.completion.token_ids
+        else torch.zeros(1, dtype=torch.long)
+        for s in samples
+    ]
     return {
         "prompt_ids": pad(prompts, pad_id, "left").to(device),
         "prompt_mask": pad([torch.ones_like(ids) for ids in prompts], 0, "left").to(device),
@@ -109,8 +139,9 @@ def per_token_logps(model, batch: dict[str, torch.Tensor], temperature: float = 
     attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     n = batch["completion_ids"].shape[1]
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                   use_cache=False).logits
+    logits = model(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).logits
     logits = logits[:, -n - 1 : -1, :] / temperature
     logps = selective_log_softmax(logits, batch["completion_ids"])
     entropies = entropy_from_logits(logits.detach()) if with_entropy else None
@@ -128,8 +159,15 @@ class LossConfig:
 
 
 def policy_loss_backward(
-    model, samples: Sequence[Sample], advantages: torch.Tensor, cfg: LossConfig, pad_id: int,
-    micro_batch_size: int, ref_model=None, backward=None, skip_zero_advantage: bool = False,
+    model,
+    samples: Sequence[Sample],
+    advantages: torch.Tensor,
+    cfg: LossConfig,
+    pad_id: int,
+    micro_batch_size: int,
+    ref_model=None,
+    backward=None,
+    skip_zero_advantage: bool = False,
     record_old: bool = False,
 ) -> dict[str, float]:
     """Accumulate the gradient of TRL's GRPO loss over micro-batches of ``samples`` (one optimizer step's worth).

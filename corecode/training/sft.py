@@ -80,7 +80,9 @@ def read_pta_rows(planner_path: str | Path, coder_path: str | Path) -> dict[str,
         completion = join_plan_then_code(r["completion"], c["completion"])
         splits[key[1]].append({"prompt": r["prompt"], "completion": completion})
     if not splits["train"]:
-        raise SFTDataError(f"{planner_path} + {coder_path}: no train rows share a task_id (needed to join plan and code)")
+        raise SFTDataError(
+            f"{planner_path} + {coder_path}: no train rows share a task_id (needed to join plan and code)"
+        )
     return splits
 
 
@@ -239,6 +241,7 @@ def build_sft_trainer(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+
     base = Path(base_checkpoint)
     if not (base / "config.json").exists():
         raise FileNotFoundError(f"{base}: no model checkpoint (config.json) here; run `corecode init-model` first")
@@ -363,7 +366,9 @@ def sample_check(
     else:
         prompts = [coder_prompt(p, p.plan if role == "coder" else None) for p in problems]
     gen = TransformersGenerator(str(checkpoint), max_batch_size=32, dtype="float32", device="auto")
-    texts = [c[0].text for c in gen.generate(prompts, SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0))]
+    texts = [
+        c[0].text for c in gen.generate(prompts, SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0))
+    ]
     out: dict[str, float] = {"check_n": float(len(problems))}
     if role == "planner":
         out["check_plan_ok"] = sum(extract_plan(t).ok for t in texts) / max(1, len(texts))

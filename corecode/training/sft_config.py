@@ -99,11 +99,10 @@ class SFTParams(BaseModel):
     )
     check_problems: str = Field(
         "data/processed/composite_val.jsonl",
-        description="After training, greedy-sample the model on these problems (Problem JSONL) and score in the sandbox.",
+        description="After training, greedy-sample the model on these problems (Problem JSONL) and score in the "
+        "sandbox.",
     )
-    check_n: int = Field(
-        16, ge=0, description="How many check problems (first N); 0 skips the post-SFT sample check."
-    )
+    check_n: int = Field(16, ge=0, description="How many check problems (first N); 0 skips the post-SFT sample check.")
     check_max_new_tokens: int = Field(192, ge=1, description="Token budget of a sample-check completion.")
     lora: LoraParams = Field(default_factory=LoraParams, description="LoRA (peft) settings.")
     planner: SFTRoleParams = Field(

@@ -23,13 +23,19 @@ class LogitsLossSFTTrainer(SFTTrainer):
 
     def _plain_nll(self) -> bool:
         pc = getattr(self.accelerator, "parallelism_config", None)
-        return (self.args.loss_type == "nll" and not self.aux_loss_enabled and self.label_smoother is None
-                and self.compute_loss_func is None and not (pc is not None and getattr(pc, "sp_enabled", False)))
+        return (
+            self.args.loss_type == "nll"
+            and not self.aux_loss_enabled
+            and self.label_smoother is None
+            and self.compute_loss_func is None
+            and not (pc is not None and getattr(pc, "sp_enabled", False))
+        )
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if not self._plain_nll() or "attention_mask" not in inputs:  # padding-free batches: TRL's own path
-            return super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
         mode = "train" if self.model.training else "eval"
         outputs = model(**inputs, use_cache=False, num_items_in_batch=num_items_in_batch)
         loss = outputs.loss

@@ -59,5 +59,6 @@ class SingleGRPOParams(BaseModel):
         False, description="Activation checkpointing (TRL's GRPOConfig turns it on by default; off is faster on CPU)."
     )
     lora: LoraParams = Field(default_factory=LoraParams, description="LoRA (peft) instead of a full update.")
-    reward: CoderRewardWeights = Field(default_factory=CoderRewardWeights,
-                                       description="Reward of a completion (the team Coder's shape and defaults).")
+    reward: CoderRewardWeights = Field(
+        default_factory=CoderRewardWeights, description="Reward of a completion (the team Coder's shape and defaults)."
+    )

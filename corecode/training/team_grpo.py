@@ -47,6 +47,7 @@ from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleG
 from corecode.training.rewards import (
     ReferenceCache,
     ascore_programs,
+    build_program,
     coder_reward,
     extract_code,
     extract_plan,
@@ -55,7 +56,6 @@ from corecode.training.rewards import (
     plan_format_ok,
     planner_reward,
     program_for,
-    build_program,
 )
 from corecode.training.rollout import LossConfig, Sample, generate_chunks, policy_loss_backward
 
@@ -105,9 +105,18 @@ class _TwoRoleTrainer:
 
     role_names: tuple[str, str] = ("a", "b")
 
-    def __init__(self, params: TwoRoleGRPOParams, models: dict[str, tuple], train_problems: Sequence[Problem],
-                 sandbox, seed: int = 0, val_problems: Sequence[Problem] = (), accelerator=None,
-                 max_new_tokens: dict[str, int] | None = None, devices: dict[str, str | None] | None = None):
+    def __init__(
+        self,
+        params: TwoRoleGRPOParams,
+        models: dict[str, tuple],
+        train_problems: Sequence[Problem],
+        sandbox,
+        seed: int = 0,
+        val_problems: Sequence[Problem] = (),
+        accelerator=None,
+        max_new_tokens: dict[str, int] | None = None,
+        devices: dict[str, str | None] | None = None,
+    ):
         from accelerate import Accelerator
         from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
@@ -122,12 +131,16 @@ class _TwoRoleTrainer:
         self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")
         self.fsdp = self.acc.distributed_type.value == "FSDP"
         if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
-            raise ValueError("grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
-                             "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1")
+            raise ValueError(
+                "grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
+                "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1"
+            )
         if self.fsdp and (not params.bf16 or params.lora.enabled):
-            raise ValueError("grpo-team under FSDP needs bf16: true and lora.enabled: false: rollouts are sampled from "
-                             "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
-                             "to run the same number of forward passes)")
+            raise ValueError(
+                "grpo-team under FSDP needs bf16: true and lora.enabled: false: rollouts are sampled from "
+                "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
+                "to run the same number of forward passes)"
+            )
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
         self.roles: dict[str, Role] = {}
@@ -178,8 +191,12 @@ class _TwoRoleTrainer:
                 sampler = self._bf16_sampler(model, dev)
                 self.samplers.update({n: sampler for n in (self.role_names if self.shared is not None else [name])})
             opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
-            sch = get_scheduler(params.lr_scheduler_type, opt, num_warmup_steps=params.warmup_steps,
-                                num_training_steps=params.max_steps * params.num_iterations)
+            sch = get_scheduler(
+                params.lr_scheduler_type,
+                opt,
+                num_warmup_steps=params.warmup_steps,
+                num_training_steps=params.max_steps * params.num_iterations,
+            )
             model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
@@ -187,9 +204,14 @@ class _TwoRoleTrainer:
         self.acc.register_for_checkpointing(self.state)
         self._loop_thread, self._loop, ready = start_event_loop_in_daemon(name="corecode-sandbox-scoring")
         ready.wait()
-        self.loss_cfg = LossConfig(params.loss_type, params.beta, params.epsilon,
-                                   params.epsilon_high if params.epsilon_high is not None else params.epsilon,
-                                   params.temperature, 0)
+        self.loss_cfg = LossConfig(
+            params.loss_type,
+            params.beta,
+            params.epsilon,
+            params.epsilon_high if params.epsilon_high is not None else params.epsilon,
+            params.temperature,
+            0,
+        )
 
     def _load_ptx_rows(self) -> dict[str, list[dict]]:
         """The SFT rows of every role this run updates that has a dataset in ptx_data, read once."""
@@ -212,15 +234,18 @@ class _TwoRoleTrainer:
     def ptx_backward(self, role: str) -> float:
         """Accumulate ``ptx_coef`` x the language-modelling loss of a batch of the role's SFT rows (prompt and
         completion, as the SFT stage trains: ``sft.completion_only_loss: false``). The batch is a function of the step
-        and the process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx term."""
+        and the process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx
+        term."""
         r = self.roles[role]
         rows = self.ptx_rows[role]
         rng = random.Random(f"{self.seed}-ptx-{role}-{self.state.step}-{self.acc.process_index}")
         batch = rng.sample(rows, min(self.cfg.ptx_batch_size, len(rows)))
         tok = r.tokenizer
         limit = getattr(self.acc.unwrap_model(r.model).config, "max_position_embeddings", None) or 2048
-        ids = [tok(x["prompt"] + x["completion"], add_special_tokens=False)["input_ids"][: limit - 1] + [tok.eos_token_id]
-               for x in batch]
+        ids = [
+            tok(x["prompt"] + x["completion"], add_special_tokens=False)["input_ids"][: limit - 1] + [tok.eos_token_id]
+            for x in batch
+        ]
         width = max(len(x) for x in ids)
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         device = next(r.model.parameters()).device
@@ -301,24 +326,44 @@ class _TwoRoleTrainer:
         self.activate(role)
         r = self.roles[role]
         model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
-        return generate_chunks(model, r.tokenizer, prompts, n, r.max_new_tokens, self.cfg.temperature, self.cfg.top_p,
-                               self.cfg.generation_batch_size, do_sample=not greedy, static_cache=self.cfg.static_cache,
-                               lean_decode=self.cfg.lean_decode)
+        return generate_chunks(
+            model,
+            r.tokenizer,
+            prompts,
+            n,
+            r.max_new_tokens,
+            self.cfg.temperature,
+            self.cfg.top_p,
+            self.cfg.generation_batch_size,
+            do_sample=not greedy,
+            static_cache=self.cfg.static_cache,
+            lean_decode=self.cfg.lean_decode,
+        )
 
     def gather(self, values: torch.Tensor) -> torch.Tensor:
         """All processes' values (for logging); collectives need the tensor on the accelerator's device."""
         return self.acc.gather(values.to(self.acc.device)).cpu()
 
     # -- update -------------------------------------------------------------------------------------------------------
-    def update(self, role: str, samples: list[Sample], advantages: torch.Tensor,
-               record_old: bool = False) -> dict[str, float]:
+    def update(
+        self, role: str, samples: list[Sample], advantages: torch.Tensor, record_old: bool = False
+    ) -> dict[str, float]:
         self.activate(role)
         r = self.roles[role]
         loss_cfg = copy.copy(self.loss_cfg)
         loss_cfg.max_completion_length = r.max_new_tokens
-        stats = policy_loss_backward(r.model, samples, advantages, loss_cfg, r.tokenizer.pad_token_id,
-                                     self.cfg.micro_batch_size, r.ref_model, backward=self.acc.backward,
-                                     skip_zero_advantage=self.acc.num_processes == 1, record_old=record_old)
+        stats = policy_loss_backward(
+            r.model,
+            samples,
+            advantages,
+            loss_cfg,
+            r.tokenizer.pad_token_id,
+            self.cfg.micro_batch_size,
+            r.ref_model,
+            backward=self.acc.backward,
+            skip_zero_advantage=self.acc.num_processes == 1,
+            record_old=record_old,
+        )
         if role in self.ptx_rows:
             stats["ptx_loss"] = self.ptx_backward(role)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
@@ -330,8 +375,13 @@ class _TwoRoleTrainer:
         stats["skipped_update"] = float(not math.isfinite(stats["grad_norm"]))
         if stats["skipped_update"]:  # as torch.amp's GradScaler does: never let one inf/NaN gradient into the weights
             bad = [n for n, w in r.model.named_parameters() if w.grad is not None and not w.grad.isfinite().all()]
-            logger.warning("%s: non-finite gradient norm at step %d, update skipped (%d tensors, first: %s)", role,
-                           self.state.step + 1, len(bad), bad[:4])
+            logger.warning(
+                "%s: non-finite gradient norm at step %d, update skipped (%d tensors, first: %s)",
+                role,
+                self.state.step + 1,
+                len(bad),
+                bad[:4],
+            )
             r.optimizer.zero_grad(set_to_none=True)
             r.scheduler.step()
             stats["lr"] = r.scheduler.get_last_lr()[0]
@@ -344,8 +394,9 @@ class _TwoRoleTrainer:
         return stats
 
     # -- to implement -------------------------------------------------------------------------------------------------
-    def rollout(self, problems: list[Problem], timer: dict) -> tuple[dict[str, tuple[list[Sample], torch.Tensor]],
-                                                                     dict[str, float]]:
+    def rollout(
+        self, problems: list[Problem], timer: dict
+    ) -> tuple[dict[str, tuple[list[Sample], torch.Tensor]], dict[str, float]]:
         raise NotImplementedError
 
     def evaluate(self) -> dict[str, float]:
@@ -365,8 +416,12 @@ class _TwoRoleTrainer:
                     metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / iterations
         dt = time.perf_counter() - t0
         new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples)
-        metrics.update(step_time_s=dt, tokens_per_s=new_tokens / dt, generation_s=timer.get("generation_s", 0.0),
-                       sandbox_time_share=timer.get("sandbox_wait_s", 0.0) / dt)
+        metrics.update(
+            step_time_s=dt,
+            tokens_per_s=new_tokens / dt,
+            generation_s=timer.get("generation_s", 0.0),
+            sandbox_time_share=timer.get("sandbox_wait_s", 0.0) / dt,
+        )
         self.state.step = step + 1
         return metrics
 
@@ -381,8 +436,10 @@ class _TwoRoleTrainer:
         if not self.acc.is_main_process:
             return
         if mlflow is not None and mlflow.active_run() is not None:
-            mlflow.log_metrics({k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
-                               step=self.state.step)
+            mlflow.log_metrics(
+                {k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
+                step=self.state.step,
+            )
         path = Path(self.cfg.log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.state.history, indent=1))
@@ -401,8 +458,12 @@ class _TwoRoleTrainer:
         """Run to ``max_steps`` (from the last checkpoint if resuming); returns the final evaluation metrics."""
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=self.cfg.max_steps, initial=self.state.step, desc="team GRPO",
-                   disable=not progress or not self.acc.is_main_process)
+        bar = tqdm(
+            total=self.cfg.max_steps,
+            initial=self.state.step,
+            desc="team GRPO",
+            disable=not progress or not self.acc.is_main_process,
+        )
         while self.state.step < self.cfg.max_steps:
             metrics = self.train_step()
             s = self.state.step
@@ -455,11 +516,20 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
 
     role_names = ("planner", "coder")
 
-    def __init__(self, params: TeamGRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(),
-                 accelerator=None):
-        super().__init__(params, {"planner": planner, "coder": coder}, train_problems, sandbox, seed, val_problems,
-                         accelerator, {"planner": params.max_plan_tokens, "coder": params.max_code_tokens},
-                         {"planner": params.planner_device, "coder": params.coder_device})
+    def __init__(
+        self, params: TeamGRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(), accelerator=None
+    ):
+        super().__init__(
+            params,
+            {"planner": planner, "coder": coder},
+            train_problems,
+            sandbox,
+            seed,
+            val_problems,
+            accelerator,
+            {"planner": params.max_plan_tokens, "coder": params.max_code_tokens},
+            {"planner": params.planner_device, "coder": params.coder_device},
+        )
 
     @staticmethod
     def plan_for_coder(text: str) -> str | None:
@@ -470,18 +540,22 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         cfg = self.cfg
         n_plans, n_programs = cfg.num_plans, cfg.num_programs
         t = time.perf_counter()
-        plans = [group for chunk in self.sample("planner", [planner_prompt(x) for x in problems], n_plans)
-                 for group in chunk]
+        plans = [
+            group for chunk in self.sample("planner", [planner_prompt(x) for x in problems], n_plans) for group in chunk
+        ]
         flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
         coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
         programs: list[Sample] = []
         futures = []
         for chunk in self.sample("coder", coder_prompts, n_programs):
             start = len(programs) // n_programs
-            for (prob, _), group in zip(flat_plans[start : start + len(chunk)], chunk):
+            for group in chunk:
                 programs.extend(group)
-            items = [(flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
-                     for i, group in enumerate(chunk) for s in group]
+            items = [
+                (flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
+                for i, group in enumerate(chunk)
+                for s in group
+            ]
             futures.append(self.submit(items))
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait(futures, timer)
@@ -489,21 +563,41 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         refs = self.references_for(problems, bool(weights.time or weights.memory or cfg.planner_reward.time))
         program_problems = [prob for prob, _ in flat_plans for _ in range(n_programs)]
         plan_texts = [self.plan_for_coder(s.completion.text) for _, s in flat_plans for _ in range(n_programs)]
-        adherence = [plan_adherence(plan, extract_code(s.completion.text, prob).value)  # logged even at weight 0
-                     for plan, s, prob in zip(plan_texts, programs, program_problems)]
-        coder_rewards = torch.tensor([coder_reward(res, weights, refs.get(prob.task_id), adh)
-                                      for prob, res, adh in zip(program_problems, results, adherence)])
-        planner_rewards = torch.tensor([
-            planner_reward(s.completion.text, coder_rewards[i * n_programs : (i + 1) * n_programs].tolist(),
-                           results[i * n_programs : (i + 1) * n_programs], cfg.planner_reward, refs.get(prob.task_id))
-            for i, (prob, s) in enumerate(flat_plans)
-        ])
+        adherence = [
+            plan_adherence(plan, extract_code(s.completion.text, prob).value)  # logged even at weight 0
+            for plan, s, prob in zip(plan_texts, programs, program_problems)
+        ]
+        coder_rewards = torch.tensor(
+            [
+                coder_reward(res, weights, refs.get(prob.task_id), adh)
+                for prob, res, adh in zip(program_problems, results, adherence)
+            ]
+        )
+        planner_rewards = torch.tensor(
+            [
+                planner_reward(
+                    s.completion.text,
+                    coder_rewards[i * n_programs : (i + 1) * n_programs].tolist(),
+                    results[i * n_programs : (i + 1) * n_programs],
+                    cfg.planner_reward,
+                    refs.get(prob.task_id),
+                )
+                for i, (prob, s) in enumerate(flat_plans)
+            ]
+        )
         planner_adv, planner_zero = group_advantages(planner_rewards, n_plans, cfg.scale_rewards)
         coder_adv, coder_zero = group_advantages(coder_rewards, n_programs, cfg.scale_rewards)
         plan_samples = [s for _, s in flat_plans]
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
-        gathered = {k: self.gather(v) for k, v in dict(planner_rewards=planner_rewards, coder_rewards=coder_rewards,
-                                                       passed=passed, adherence=torch.tensor(adherence)).items()}
+        gathered = {
+            k: self.gather(v)
+            for k, v in dict(
+                planner_rewards=planner_rewards,
+                coder_rewards=coder_rewards,
+                passed=passed,
+                adherence=torch.tensor(adherence),
+            ).items()
+        }
         metrics = {
             "reward/planner": float(gathered["planner_rewards"].mean()),
             "reward/coder": float(gathered["coder_rewards"].mean()),
@@ -511,7 +605,8 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "pass_rate/planner": float(gathered["passed"].view(-1, n_programs).mean(1).mean()),
             "coder/plan_adherence": float(gathered["adherence"].mean()),
             "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
-            "planner/adv_std": float(planner_adv.std()), "coder/adv_std": float(coder_adv.std()),
+            "planner/adv_std": float(planner_adv.std()),
+            "coder/adv_std": float(coder_adv.std()),
             "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
             "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
         }
@@ -525,8 +620,11 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         if not problems:
             return {}
         with torch.random.fork_rng(devices=[]):  # greedy decoding; keep the training RNG stream untouched anyway
-            plans = [group[0] for chunk in self.sample("planner", [planner_prompt(x) for x in problems], 1, greedy=True)
-                     for group in chunk]
+            plans = [
+                group[0]
+                for chunk in self.sample("planner", [planner_prompt(x) for x in problems], 1, greedy=True)
+                for group in chunk
+            ]
             with_plan = [coder_prompt(x, self.plan_for_coder(s.completion.text)) for x, s in zip(problems, plans)]
             without = [coder_prompt(x, None) for x in problems]
             codes = [group[0] for chunk in self.sample("coder", with_plan + without, 1, greedy=True) for group in chunk]
@@ -535,8 +633,11 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         n = len(problems)
         ok = [float(r is not None and r.passed) for r in results]
         with_rate, without_rate = sum(ok[:n]) / n, sum(ok[n:]) / n
-        return {"eval/pass_rate_with_plan": with_rate, "eval/pass_rate_without_plan": without_rate,
-                "eval/collaboration_gain": with_rate - without_rate}
+        return {
+            "eval/pass_rate_with_plan": with_rate,
+            "eval/pass_rate_without_plan": without_rate,
+            "eval/collaboration_gain": with_rate - without_rate,
+        }
 
     evaluate = collaboration_gain
 
@@ -552,16 +653,29 @@ class MAGRPOTrainer(_TwoRoleTrainer):
 
     role_names = ("helper", "main")
 
-    def __init__(self, params: MAGRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(),
-                 accelerator=None):
-        super().__init__(params, {"helper": helper, "main": main}, train_problems, sandbox, seed, val_problems,
-                         accelerator, {"helper": params.max_helper_tokens, "main": params.max_main_tokens},
-                         {"helper": params.helper_device, "main": params.main_device})
+    def __init__(
+        self, params: MAGRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(), accelerator=None
+    ):
+        super().__init__(
+            params,
+            {"helper": helper, "main": main},
+            train_problems,
+            sandbox,
+            seed,
+            val_problems,
+            accelerator,
+            {"helper": params.max_helper_tokens, "main": params.max_main_tokens},
+            {"helper": params.helper_device, "main": params.main_device},
+        )
 
     def play(self, problems: list[Problem], group_size: int, greedy: bool = False):
         """Sample G helpers per problem, one main per helper; returns samples and (problem, helper, main, program)."""
-        helpers = [s for chunk in self.sample("helper", [helper_prompt(x) for x in problems], group_size, greedy)
-                   for group in chunk for s in group]
+        helpers = [
+            s
+            for chunk in self.sample("helper", [helper_prompt(x) for x in problems], group_size, greedy)
+            for group in chunk
+            for s in group
+        ]
         owners = [x for x in problems for _ in range(group_size)]
         helper_codes = [extract_code(h.completion.text, None).value for h in helpers]
         main_prompts = [main_prompt(x, code) for x, code in zip(owners, helper_codes)]
@@ -579,14 +693,20 @@ class MAGRPOTrainer(_TwoRoleTrainer):
         helpers, mains, joint = self.play(problems, group_size)
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait([self.submit([(prob, program) for prob, _, _, program in joint])], timer)
-        rewards = torch.tensor([magrpo_reward(prob, helper_code, main_code, res, self.cfg.reward)
-                                for (prob, helper_code, main_code, _), res in zip(joint, results)])
+        rewards = torch.tensor(
+            [
+                magrpo_reward(prob, helper_code, main_code, res, self.cfg.reward)
+                for (prob, helper_code, main_code, _), res in zip(joint, results)
+            ]
+        )
         adv, zero = group_advantages(rewards, group_size, self.cfg.scale_rewards)
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
-        metrics = {"reward/joint": float(self.gather(rewards).mean()),
-                   "pass_rate/joint": float(self.gather(passed).mean()),
-                   "joint/adv_std": float(adv.std()),
-                   "joint/zero_std_frac": float(zero.view(-1, group_size)[:, 0].float().mean())}
+        metrics = {
+            "reward/joint": float(self.gather(rewards).mean()),
+            "pass_rate/joint": float(self.gather(passed).mean()),
+            "joint/adv_std": float(adv.std()),
+            "joint/zero_std_frac": float(zero.view(-1, group_size)[:, 0].float().mean()),
+        }
         metrics.update(_stats("helper/completion_len", torch.tensor([s.completion.num_tokens for s in helpers])))
         metrics.update(_stats("main/completion_len", torch.tensor([s.completion.num_tokens for s in mains])))
         return {"helper": (helpers, adv), "main": (mains, adv)}, metrics
@@ -616,9 +736,17 @@ def load_role_model(path: str):
     return model, tok
 
 
-def _run(trainer_cls: type[_TwoRoleTrainer], cfg: TwoRoleGRPOParams, starts: tuple[str, str],
-         outputs: tuple[str, str], params, train_problems=None, val_problems=None, sandbox=None,
-         progress=True) -> dict[str, float]:
+def _run(
+    trainer_cls: type[_TwoRoleTrainer],
+    cfg: TwoRoleGRPOParams,
+    starts: tuple[str, str],
+    outputs: tuple[str, str],
+    params,
+    train_problems=None,
+    val_problems=None,
+    sandbox=None,
+    progress=True,
+) -> dict[str, float]:
     """Load the two roles' start checkpoints, train from the last checkpoint (if any), save both roles."""
     from transformers import set_seed
 
@@ -650,13 +778,14 @@ def run_team_grpo(params, **kw) -> dict[str, float]:
     """Train the Planner -> Coder team from ``params.grpo.team`` (``params``: a ``corecode.config.Params``); returns
     the final evaluation metrics (Collaboration Gain). Resumes from ``checkpoint_dir`` when a checkpoint is there."""
     cfg = params.grpo.team
-    return _run(TeamGRPOTrainer, cfg, (cfg.planner_model, cfg.coder_model), (cfg.planner_output, cfg.coder_output),
-                params, **kw)
+    return _run(
+        TeamGRPOTrainer, cfg, (cfg.planner_model, cfg.coder_model), (cfg.planner_output, cfg.coder_output), params, **kw
+    )
 
 
 def run_magrpo(params, **kw) -> dict[str, float]:
     """MAGRPO helper/main training from ``params.grpo.magrpo``; resumes like :func:`run_team_grpo`."""
     cfg = params.grpo.magrpo
-    return _run(MAGRPOTrainer, cfg, (cfg.helper_model, cfg.main_model), (cfg.helper_output, cfg.main_output),
-                params, **kw)
-
+    return _run(
+        MAGRPOTrainer, cfg, (cfg.helper_model, cfg.main_model), (cfg.helper_output, cfg.main_output), params, **kw
+    )

@@ -16,13 +16,36 @@ from corecode.config import ConfigError, load_params
 from corecode.data.schema import Problem
 
 CORPUS = [
-    Problem(task_id="tr/0", source="toy", split="train", prompt="Reverse the words of a sentence.",
-            plan="1. split on spaces\n2. reverse the list\n3. join", reference_solution="def f(s): ..."),
-    Problem(task_id="tr/1", source="toy", split="train", prompt="Count the vowels in a string.",
-            plan="1. loop over characters\n2. count those in 'aeiou'", reference_solution="def g(s): ..."),
-    Problem(task_id="tr/2", source="toy", split="train", prompt="Sum the even numbers of a list of integers.",
-            plan="1. filter even\n2. sum", reference_solution="def h(xs): ..."),
-    Problem(task_id="tr/3", source="toy", split="train", prompt="Unsolved problem about vowels.",),
+    Problem(
+        task_id="tr/0",
+        source="toy",
+        split="train",
+        prompt="Reverse the words of a sentence.",
+        plan="1. split on spaces\n2. reverse the list\n3. join",
+        reference_solution="def f(s): ...",
+    ),
+    Problem(
+        task_id="tr/1",
+        source="toy",
+        split="train",
+        prompt="Count the vowels in a string.",
+        plan="1. loop over characters\n2. count those in 'aeiou'",
+        reference_solution="def g(s): ...",
+    ),
+    Problem(
+        task_id="tr/2",
+        source="toy",
+        split="train",
+        prompt="Sum the even numbers of a list of integers.",
+        plan="1. filter even\n2. sum",
+        reference_solution="def h(xs): ...",
+    ),
+    Problem(
+        task_id="tr/3",
+        source="toy",
+        split="train",
+        prompt="Unsolved problem about vowels.",
+    ),
 ]
 
 
@@ -39,7 +62,13 @@ def test_defaults_validate_and_cover_every_type():
     dvc = yaml.safe_load((Path(__file__).resolve().parents[2] / "dvc.yaml").read_text())
     assert set(dvc["stages"]["evaluate"]["foreach"]) <= set(a.teams)  # the pipeline evaluates these team names
     assert {s.type for s in a.teams.values()} == {
-        "single", "single_cot", "plan_then_code", "planner_coder", "helper_main", "retrieval", "debugging"
+        "single",
+        "single_cot",
+        "plan_then_code",
+        "planner_coder",
+        "helper_main",
+        "retrieval",
+        "debugging",
     }
     assert a.sampling_for("repair_2").max_new_tokens == a.sampling["repair"].max_new_tokens
     for field in AgentsParams.model_fields.values():
@@ -47,7 +76,9 @@ def test_defaults_validate_and_cover_every_type():
 
 
 def test_config_composed_teams(tmp_path, scripted, add_problem, sandbox):
-    path = write_params(tmp_path, """
+    path = write_params(
+        tmp_path,
+        """
         agents:
           default_team: mine
           sampling:
@@ -61,7 +92,8 @@ def test_config_composed_teams(tmp_path, scripted, add_problem, sandbox):
             solo: {type: single, roles: {coder: x}}
             hm: {type: helper_main, roles: {helper: x, main: x}, options: {main_sees_helper: false}}
             fix: {type: debugging, options: {inner: solo, max_rounds: 1, visible_k: 1}}
-    """)
+    """,
+    )
     params = load_params(path)
     planner = scripted(lambda p, i: "<plan>\n1. add\n</plan>")
     coder = scripted(lambda p, i: "```python\ndef add(a, b):\n    return a + b\n```")
@@ -84,13 +116,18 @@ def test_config_composed_teams(tmp_path, scripted, add_problem, sandbox):
 
 
 def test_build_team_with_a_loader_callable_shares_nothing_it_was_not_asked_for(tmp_path, scripted):
-    params = load_params(write_params(tmp_path, """
+    params = load_params(
+        write_params(
+            tmp_path,
+            """
         agents:
           teams:
             pc: {type: planner_coder, roles: {planner: models:/planner@champion, coder: c}}
             dbg: {type: debugging, roles: {repair: r}, options: {inner: pc}}
           default_team: pc
-    """))
+    """,
+        )
+    )
     asked = []
 
     def factory(role, model):
@@ -104,12 +141,14 @@ def test_build_team_with_a_loader_callable_shares_nothing_it_was_not_asked_for(t
 @pytest.mark.parametrize(
     "body,needle",
     [
-        ("agents: {teams: {t: {type: planner_coder, roles: {coder: c}}}, default_team: t}",
-         "agents.teams.t"),
+        ("agents: {teams: {t: {type: planner_coder, roles: {coder: c}}}, default_team: t}", "agents.teams.t"),
         ("agents: {teams: {t: {type: planner_coder, roles: {planner: p, coder: c}}}, default_team: t}\n", None),
         ("agents: {teams: {t: {type: single, roles: {coder: c, planner: p}}}, default_team: t}", "unknown role"),
-        ("agents: {teams: {t: {type: planner_coder, roles: {planner: p, coder: c}, options: {codes_per_plna: 2}}},"
-         " default_team: t}", "options.codes_per_plna"),
+        (
+            "agents: {teams: {t: {type: planner_coder, roles: {planner: p, coder: c}, options: {codes_per_plna: 2}}},"
+            " default_team: t}",
+            "options.codes_per_plna",
+        ),
         ("agents: {teams: {t: {type: debugging, options: {inner: nope}}}, default_team: t}", "options.inner"),
         ("agents: {teams: {t: {type: magic, roles: {}}}, default_team: t}", "agents.teams.t.type"),
         ("agents: {teams: {t: {type: single, roles: {coder: c}}}, default_team: other}", "default_team"),
@@ -151,7 +190,7 @@ def test_tokenize_splits_identifiers():
 def test_retrieval_finds_the_right_neighbour():
     index = ProblemIndex(CORPUS)
     assert [p.task_id for p in index.problems] == ["tr/0", "tr/1", "tr/2"]  # unsolved ones are not indexed
-    q = Problem(task_id="q", source="toy", prompt="def vowels_count(s):\n    \"\"\"How many vowels does s have?\"\"\"")
+    q = Problem(task_id="q", source="toy", prompt='def vowels_count(s):\n    """How many vowels does s have?"""')
     hits = index.search(q, k=2)
     assert hits[0][0].task_id == "tr/1" and hits[0][1] > hits[1][1]
     q2 = Problem(task_id="q2", source="toy", prompt="Given a list of integers, add up the even ones (sum).")
@@ -169,19 +208,31 @@ def test_retrieval_never_returns_the_problem_itself():
 def test_retrieval_team_puts_neighbours_in_the_planner_prompt(scripted, tmp_path):
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("\n".join(p.model_dump_json() for p in CORPUS) + "\n")
-    params = AgentsParams.model_validate({"teams": {"r": {"type": "retrieval", "roles": {"planner": "p", "coder": "c"},
-                                                          "options": {"corpus": str(corpus), "k": 1}}},
-                                          "default_team": "r"})
+    params = AgentsParams.model_validate(
+        {
+            "teams": {
+                "r": {
+                    "type": "retrieval",
+                    "roles": {"planner": "p", "coder": "c"},
+                    "options": {"corpus": str(corpus), "k": 1},
+                }
+            },
+            "default_team": "r",
+        }
+    )
     planner = scripted(lambda p, i: "<plan>\n1. count\n</plan>")
     coder = scripted(lambda p, i: "```python\ndef vowels_count(s):\n    return 0\n```")
     team = build_team("r", params, {"planner": planner, "coder": coder})
     assert isinstance(team, RetrievalTeam)
-    q = Problem(task_id="q", source="toy", prompt="def vowels_count(s):\n    \"\"\"Count vowels in s.\"\"\"",
-                entry_point="vowels_count")
+    q = Problem(
+        task_id="q",
+        source="toy",
+        prompt='def vowels_count(s):\n    """Count vowels in s."""',
+        entry_point="vowels_count",
+    )
     (row,) = team.solve([q], n=1)
     prompt = planner.prompts[0]
     assert prompt.startswith("### Example problem\nCount the vowels in a string.")
     assert "### Example plan\n<plan>\n1. loop over characters" in prompt and "def g(s)" in prompt
     assert prompt.endswith("### Problem\n" + q.prompt + "\n### Plan\n")
     assert row[0].meta["retrieved"] == ["tr/1"] and row[0].plan == "1. count"
-

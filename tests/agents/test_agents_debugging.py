@@ -32,8 +32,9 @@ def test_debugging_repairs_wrong_program(scripted, add_problem, sandbox):
 
 def test_debugging_stops_after_max_rounds(scripted, add_problem, sandbox):
     repair = scripted(lambda p, i: BAD)  # a "model" that never fixes anything
-    team = DebuggingTeam(SingleTeam({"coder": scripted(lambda p, i: BAD)}), {"repair": repair}, sandbox=sandbox,
-                         max_rounds=2)
+    team = DebuggingTeam(
+        SingleTeam({"coder": scripted(lambda p, i: BAD)}), {"repair": repair}, sandbox=sandbox, max_rounds=2
+    )
     (row,) = team.solve([add_problem], n=1)
     assert row[0].meta["visible_verdicts"] == ["wrong_answer"] * 3 and row[0].meta["repair_rounds"] == 2
     assert len(repair.calls) == 2 and not row[0].meta["visible_passed"]
@@ -61,9 +62,18 @@ def test_visible_tests_prefer_statement_examples(add_problem):
 
 
 def test_visible_tests_fall_back_to_first_k_tests():
-    p = Problem(task_id="t", source="s", prompt="Read n; print 2n.", io_mode="stdio",
-                tests=[TestCase(input="1\n", output="2\n"), TestCase(input="2\n", output=None),
-                       TestCase(input="3\n", output="6\n"), TestCase(input="4\n", output="8\n")])
+    p = Problem(
+        task_id="t",
+        source="s",
+        prompt="Read n; print 2n.",
+        io_mode="stdio",
+        tests=[
+            TestCase(input="1\n", output="2\n"),
+            TestCase(input="2\n", output=None),
+            TestCase(input="3\n", output="6\n"),
+            TestCase(input="4\n", output="8\n"),
+        ],
+    )
     assert [t.input for t in visible_tests(p, 2)] == ["1\n", "3\n"]  # no expected output = not visible
 
 
@@ -71,7 +81,7 @@ def test_docstring_example_styles():
     prompt = (
         'def f(xs, k):\n    """Examples:\n    f([1, 2], 3) == [4, 5]\n    f([], 0) ➞ []\n    f([1], -1) -> [0].\n'
         "    >>> f([2], 2)\n    [4]\n    f(x, 1) == 2  (not a literal: skipped)\n"
-        "    f([0], 1) == 0 + 1 = [1]\n    f([9], 9) == \"\"bad typo\"\n    \"\"\"\n"
+        '    f([0], 1) == 0 + 1 = [1]\n    f([9], 9) == ""bad typo"\n    """\n'
     )
     p = Problem(task_id="t", source="s", prompt=prompt, entry_point="f")
     got = [(t.input, t.output) for t in docstring_examples(p)]

@@ -215,7 +215,7 @@ def test_code_garbage_never_raises():
 def test_build_program_prepends_prompt_imports_and_helpers():
     prompt = (
         "import math\n\n\ndef poly(xs: list, x: float):\n    return sum(c * math.pow(x, i) for i, c in enumerate(xs))\n"
-        "\n\ndef find_zero(xs: list):\n    \"\"\"Find x with poly(xs, x) == 0.\"\"\"\n"
+        '\n\ndef find_zero(xs: list):\n    """Find x with poly(xs, x) == 0."""\n'
     )
     p = Problem(task_id="t/poly", source="toy", prompt=prompt, entry_point="find_zero")
     code = textwrap.dedent("""\
@@ -234,7 +234,7 @@ def test_build_program_prepends_prompt_imports_and_helpers():
 
 
 def test_build_program_does_not_duplicate_helper_the_code_defines():
-    prompt = "def helper(x):\n    return x\n\n\ndef f(x):\n    \"\"\"doc\"\"\"\n"
+    prompt = 'def helper(x):\n    return x\n\n\ndef f(x):\n    """doc"""\n'
     p = Problem(task_id="t/h", source="toy", prompt=prompt, entry_point="f")
     program = build_program(p, "def helper(x):\n    return 2 * x\n\ndef f(x):\n    return helper(x)")
     assert program.count("def helper") == 1 and run_fn(program, "f")(3) == 6
@@ -274,9 +274,43 @@ def test_random_token_soup_never_raises():
     from corecode.agents.debugging import docstring_examples
 
     rng = random.Random(0)
-    pieces = ["```", "```python", "<plan>", "</plan>", "<think>", "def ", "squares", "(xs)", ":", "\n", "    ", "\t",
-              "return ", "x", "1.", "Step 2:", "### Code", "'''", '"', "(", ")", "[", "]", ">>>", "==", "-", "\x00",
-              "print(", "assert ", "if __name__", "@", "class ", "import os", "é", "\\"]
+    pieces = [
+        "```",
+        "```python",
+        "<plan>",
+        "</plan>",
+        "<think>",
+        "def ",
+        "squares",
+        "(xs)",
+        ":",
+        "\n",
+        "    ",
+        "\t",
+        "return ",
+        "x",
+        "1.",
+        "Step 2:",
+        "### Code",
+        "'''",
+        '"',
+        "(",
+        ")",
+        "[",
+        "]",
+        ">>>",
+        "==",
+        "-",
+        "\x00",
+        "print(",
+        "assert ",
+        "if __name__",
+        "@",
+        "class ",
+        "import os",
+        "é",
+        "\\",
+    ]
     for _ in range(400):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
         plan, code = extract_plan(text), extract_code(text, FUNC)

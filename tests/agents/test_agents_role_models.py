@@ -56,8 +56,10 @@ def test_base_plus_lora_adapter_generates_and_models_are_shared(tmp_path):
     from corecode.models.testing import make_tiny_checkpoint
 
     base = make_tiny_checkpoint(tmp_path / "base", ["def add(a, b):\n    return a + b\n"])
-    peft_model = get_peft_model(load_model(base, "float32", "cpu"),
-                                LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    peft_model = get_peft_model(
+        load_model(base, "float32", "cpu"),
+        LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM"),
+    )
     peft_model.save_pretrained(tmp_path / "adapter")
     make = model_generator_factory(Params())
     with_adapter = make("coder", RoleModel(model=str(base), adapter=str(tmp_path / "adapter")))

@@ -18,15 +18,18 @@ def tiny_ckpt(tmp_path_factory):
     from corecode.models.testing import make_tiny_checkpoint
 
     out = tmp_path_factory.mktemp("ckpt") / "tiny"
-    texts = [f"### Problem\n{PROBLEM}### Plan\n<plan>\n1. add a and b\n</plan>", "```python\ndef add(a, b):\n"
-             "    return a + b\n```"]
+    texts = [
+        f"### Problem\n{PROBLEM}### Plan\n<plan>\n1. add a and b\n</plan>",
+        "```python\ndef add(a, b):\n    return a + b\n```",
+    ]
     return make_tiny_checkpoint(out, texts, train_steps=0)
 
 
 @pytest.fixture
 def params_file(tmp_path):
     path = tmp_path / "params.yaml"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         agents:
           sampling:
             planner: {max_new_tokens: 12}
@@ -37,13 +40,29 @@ def params_file(tmp_path):
             solo: {type: single, roles: {coder: data/nowhere/coder}}
             fix: {type: debugging, options: {inner: solo, max_rounds: 1}}
           default_team: pc
-    """))
+    """)
+    )
     return path
 
 
 def test_solve_planner_coder_rich_output(tiny_ckpt, params_file):
-    res = CliRunner().invoke(app, ["solve", PROBLEM, "--team", "pc", "--planner", str(tiny_ckpt),
-                                   "--coder", str(tiny_ckpt), "--params", str(params_file), "--n", "2"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "solve",
+            PROBLEM,
+            "--team",
+            "pc",
+            "--planner",
+            str(tiny_ckpt),
+            "--coder",
+            str(tiny_ckpt),
+            "--params",
+            str(params_file),
+            "--n",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output + repr(res.exception)
     assert "problem cli/0" in res.output
     assert "attempt 1/2: plan" in res.output and "attempt 2/2: code" in res.output
@@ -53,9 +72,22 @@ def test_solve_planner_coder_rich_output(tiny_ckpt, params_file):
 def test_solve_debugging_team_json_from_a_file(tiny_ckpt, params_file, tmp_path):
     prob = tmp_path / "add.py"
     prob.write_text(PROBLEM)
-    res = CliRunner().invoke(app, ["solve", str(prob), "--team", "fix", "--coder", str(tiny_ckpt),
-                                   "--params", str(params_file), "--json",
-                                   "--set", "agents.sampling.coder.temperature=0"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "solve",
+            str(prob),
+            "--team",
+            "fix",
+            "--coder",
+            str(tiny_ckpt),
+            "--params",
+            str(params_file),
+            "--json",
+            "--set",
+            "agents.sampling.coder.temperature=0",
+        ],
+    )
     assert res.exit_code == 0, res.output + repr(res.exception)
     (row,) = json.loads(res.stdout)  # stdout only: model-loading progress bars go to stderr
     assert row["task_id"] == "cli/0" and row["tokens"]["coder"] > 0
@@ -98,8 +130,15 @@ def test_render_does_not_interpret_model_text_as_markup():
     from corecode.data.schema import Problem
 
     console = Console(width=100, record=True)
-    att = Attempt(task_id="t[/x]", code="print('[/x]')", program="", plan="1. keep [/b] and [red]",
-                  failures={"coder": "bad [/x]"}, notes={"planner": ["[/y]"]}, tokens={"coder": 1})
+    att = Attempt(
+        task_id="t[/x]",
+        code="print('[/x]')",
+        program="",
+        plan="1. keep [/b] and [red]",
+        failures={"coder": "bad [/x]"},
+        notes={"planner": ["[/y]"]},
+        tokens={"coder": 1},
+    )
     render(Problem(task_id="t[/x]", source="s", prompt="f([/bold])"), [att], console)
     text = console.export_text()
     for s in ("f([/bold])", "1. keep [/b] and [red]", "print('[/x]')", "coder failed: bad [/x]", "planner: [/y]"):

@@ -33,21 +33,21 @@ def test_single_prompts_samples_and_tokens(scripted, add_problem, sandbox):
 
 
 def test_single_records_extraction_failure(scripted, add_problem):
-    (att,), = SingleTeam({"coder": scripted(lambda p, i: "   ")}).solve([add_problem], n=1)
+    ((att,),) = SingleTeam({"coder": scripted(lambda p, i: "   ")}).solve([add_problem], n=1)
     assert att.code is None and att.failures == {"coder": "empty completion"}
 
 
 def test_cot_splits_reasoning_and_code(scripted, add_problem, sandbox):
     text = "<think>\nAdd the two numbers.\n</think>\n" + GOOD_ADD
     gen = scripted(lambda p, i: text)
-    (att,), = CoTTeam({"coder": gen}).solve([add_problem], n=1)
+    ((att,),) = CoTTeam({"coder": gen}).solve([add_problem], n=1)
     assert gen.prompts == [P.cot_prompt(add_problem)]
     assert att.meta["reasoning"] == "Add the two numbers." and att.code.startswith("def add")
     assert sandbox.run(add_problem, att.program).passed
 
 
 def test_cot_missing_close_tag_still_finds_code(scripted, add_problem):
-    (att,), = CoTTeam({"coder": scripted(lambda p, i: "<think>hmm\n" + GOOD_ADD)}).solve([add_problem], n=1)
+    ((att,),) = CoTTeam({"coder": scripted(lambda p, i: "<think>hmm\n" + GOOD_ADD)}).solve([add_problem], n=1)
     assert att.meta["reasoning"] is None and att.code.startswith("def add") and "missing </think>" in att.notes["coder"]
 
 
@@ -115,8 +115,11 @@ SUM_SQ = Problem(
     source="toy",
     prompt='def sum_squares(xs):\n    """Sum of squares.\n    >>> sum_squares([1, 2])\n    5\n    """\n',
     entry_point="sum_squares",
-    tests=[TestCase(input="[[1, 2]]", output="5"), TestCase(input="[[3]]", output="9"),
-           TestCase(input="[[]]", output="0")],
+    tests=[
+        TestCase(input="[[1, 2]]", output="5"),
+        TestCase(input="[[3]]", output="9"),
+        TestCase(input="[[]]", output="0"),
+    ],
 )
 HELPER = "```python\ndef square(x):\n    return x * x\n\nprint(square(3))\nassert square(2) == 5\n```"
 MAIN = "```python\ndef sum_squares(xs):\n    return sum(square(x) for x in xs)\n```"
@@ -172,4 +175,6 @@ def test_every_completion_format_round_trips_through_its_extraction(add_problem)
     assert thought == "add them" and extract_code(rest, add_problem).value == code
     ex = P.retrieval_planner_prompt(add_problem, [add_problem.model_copy(update={"plan": "1. add"})])
     assert ex.count("### Example problem") == 1 and ex.endswith(P.planner_prompt(add_problem))
-    assert P.repair_prompt(add_problem, code, "boom", plan="1. add").endswith("### Test feedback\nboom\n### Fixed code\n")
+    assert P.repair_prompt(add_problem, code, "boom", plan="1. add").endswith(
+        "### Test feedback\nboom\n### Fixed code\n"
+    )

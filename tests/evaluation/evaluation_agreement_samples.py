@@ -26,12 +26,19 @@ EDGE = [
     ("HumanEval/2", "    return number - int(number)\n"),
     ("HumanEval/2", "    return round(number % 1.0, 3)\n"),
     ("HumanEval/2", "    print('hello')\n    return number % 1.0\n"),
-    ("HumanEval/4", "    m = sum(numbers) / len(numbers)\n"
-                    "    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-9\n"),
-    ("HumanEval/4", "    import statistics\n    m = statistics.mean(numbers)\n"
-                    "    return statistics.mean(abs(x - m) for x in numbers)\n"),
-    ("HumanEval/3", "    b = 0\n    for o in operations:\n        b += o\n"
-                    "        if b < 0:\n            return 1\n    return 0\n"),
+    (
+        "HumanEval/4",
+        "    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers) + 1e-9\n",
+    ),
+    (
+        "HumanEval/4",
+        "    import statistics\n    m = statistics.mean(numbers)\n"
+        "    return statistics.mean(abs(x - m) for x in numbers)\n",
+    ),
+    (
+        "HumanEval/3",
+        "    b = 0\n    for o in operations:\n        b += o\n        if b < 0:\n            return 1\n    return 0\n",
+    ),
     ("HumanEval/7", "    return tuple(s for s in strings if substring in s)\n"),
     ("HumanEval/7", "    return (s for s in strings if substring in s)\n"),
     ("HumanEval/8", "    import math\n    return sum(numbers), math.prod(numbers)\n"),
@@ -42,8 +49,11 @@ EDGE = [
     ("HumanEval/45", "    return a * h // 2\n"),
     ("HumanEval/53", "    return x + y\n"),
     ("HumanEval/60", "    return n * (n + 1) / 2\n"),
-    ("HumanEval/71", "    if a+b <= c or a+c <= b or b+c <= a:\n        return -1\n    s = (a+b+c) / 2\n"
-                     "    return (s * (s-a) * (s-b) * (s-c)) ** 0.5\n"),
+    (
+        "HumanEval/71",
+        "    if a+b <= c or a+c <= b or b+c <= a:\n        return -1\n    s = (a+b+c) / 2\n"
+        "    return (s * (s-a) * (s-b) * (s-c)) ** 0.5\n",
+    ),
     ("HumanEval/99", "    return round(float(value))\n"),
     ("HumanEval/133", "    import math\n    return float(sum(math.ceil(x) ** 2 for x in lst))\n"),
     ("HumanEval/151", "    return sum(int(x) ** 2 for x in lst if x > 0 and x % 2 == 1)\n"),

@@ -50,8 +50,13 @@ def test_summary_numbers(data):
     assert s["pass_at_k"] == {"pass_at_1": pytest.approx(1 / 3), "pass_at_2": pytest.approx((1 + 0 + 2 / 3) / 3)}
     assert s["test_pass_rate"] == pytest.approx(((1 + 1 + 0.5) / 3 + 0.25 / 3 + 1 / 3) / 3)
     assert s["failures"]["counts"] == {
-        "passed": 3, "wrong_answer": 4, "runtime_error": 1, "syntax_error": 1,
-        "timeout": 0, "memory_exceeded": 0, "sandbox_error": 0,
+        "passed": 3,
+        "wrong_answer": 4,
+        "runtime_error": 1,
+        "syntax_error": 1,
+        "timeout": 0,
+        "memory_exceeded": 0,
+        "sandbox_error": 0,
     }
     assert s["failures"]["fractions"]["wrong_answer"] == pytest.approx(4 / 9)
     eff = s["efficiency"]
@@ -79,8 +84,12 @@ def test_per_problem_and_bootstrap_input(data):
     _, results, _ = data
     rows = per_problem(results)
     assert rows[0] == {
-        "task_id": "a", "n": 3, "c": 2, "pass_at_1": pytest.approx(2 / 3),
-        "pass_fraction": pytest.approx(2.5 / 3), "verdicts": ["passed", "passed", "wrong_answer"],
+        "task_id": "a",
+        "n": 3,
+        "c": 2,
+        "pass_at_1": pytest.approx(2 / 3),
+        "pass_fraction": pytest.approx(2.5 / 3),
+        "verdicts": ["passed", "passed", "wrong_answer"],
     }
     assert pass_at_1_by_problem(results) == {"a": pytest.approx(2 / 3), "b": 0.0, "c": pytest.approx(1 / 3)}
 

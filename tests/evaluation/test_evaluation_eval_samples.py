@@ -133,7 +133,11 @@ def test_all_164_canonical_solutions_pass_through_the_cli(tmp_path, humaneval):
     args = ["eval-samples", str(samples), "--benchmark", "humaneval", "--out", str(out), "--k", "1", "--workers", "2"]
     proc = subprocess.run(
         [*cmd, *args],
-        capture_output=True, text=True, cwd=tmp_path, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = [json.loads(x) for x in out.read_text().splitlines()]

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import typer
+from evaluation_agreement_samples import build
 from typer.testing import CliRunner
 
 from corecode.data.loaders.humaneval import load_humaneval
 from corecode.evaluation.cli import register
-from evaluation_agreement_samples import build
 
 EXEC_LINE = "exec(check_program, exec_globals)"
 

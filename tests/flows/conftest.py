@@ -58,7 +58,7 @@ stages:
     outs: [data/prepared]
 """
 
-STEPS = '''\
+STEPS = """\
 import json, os, sys, pathlib
 stage = sys.argv[1]
 side = pathlib.Path(os.environ["SIDE"])
@@ -86,7 +86,7 @@ elif stage == "evaluate":
         from corecode.tracking.runs import stage_run
         with stage_run("evaluate", {"lr": 1}, TrackingParams(log_system_metrics=False)) as run:
             run.log_metrics({"pass_at_1": 0.5})
-'''
+"""
 
 
 def make_project(root: Path) -> Path:

@@ -30,8 +30,11 @@ def test_nightly_eval_resolves_champion_and_runs_command(prefect_server, tmp_pat
     MlflowClient().set_registered_model_alias("team", "champion", str(mv.version))
 
     check = "import sys, pathlib; p = pathlib.Path(sys.argv[1]); print((p / 'coder' / 'config.json').read_text())"
-    out = nightly_eval(repo_dir=str(tmp_path), model_uri="models:/team@champion",
-                       command=f"{sys.executable} -c \"{check}\" {{model_path}}")
+    out = nightly_eval(
+        repo_dir=str(tmp_path),
+        model_uri="models:/team@champion",
+        command=f'{sys.executable} -c "{check}" {{model_path}}',
+    )
     assert out["version"] == "1" and out["stdout_tail"].strip() == "coder"
     assert Path(out["model_path"]) == tmp_path / ".corecode/models/team/1"
 

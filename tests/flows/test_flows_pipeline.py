@@ -23,13 +23,22 @@ def test_stage_order_follows_deps_not_file_order(project):
         stage_order(project, ["nope"])
     # foreach stages expand as DVC expands them; a target may name the whole group
     spec = yaml.safe_load(DVC_YAML)
-    spec["stages"]["score"] = {"foreach": ["x", "y"], "do": {"cmd": "python steps.py score ${item}",
-                                                             "deps": ["data/metrics.json"],
-                                                             "outs": ["data/score_${item}.txt"]}}
+    spec["stages"]["score"] = {
+        "foreach": ["x", "y"],
+        "do": {
+            "cmd": "python steps.py score ${item}",
+            "deps": ["data/metrics.json"],
+            "outs": ["data/score_${item}.txt"],
+        },
+    }
     (project / "dvc.yaml").write_text(yaml.safe_dump(spec))
     assert stage_order(project, ["score"]) == ["prepare", "train", "evaluate", "score@x", "score@y"]
-    cyc = {"stages": {"x": {"cmd": "a", "deps": ["y.txt"], "outs": ["x.txt"]},
-                      "y": {"cmd": "b", "deps": ["x.txt"], "outs": ["y.txt"]}}}
+    cyc = {
+        "stages": {
+            "x": {"cmd": "a", "deps": ["y.txt"], "outs": ["x.txt"]},
+            "y": {"cmd": "b", "deps": ["x.txt"], "outs": ["y.txt"]},
+        }
+    }
     (project / "dvc.yaml").write_text(yaml.safe_dump(cyc))
     with pytest.raises(ValueError, match="cannot read the DVC pipeline: .*both a dependency and an output"):
         stage_order(project)

@@ -1,7 +1,7 @@
 import pytest
 import torch
-
 from conftest import F_BODY, G_BODY
+
 from corecode.generation.base import SamplingParams
 from corecode.generation.hf import TransformersGenerator
 from corecode.models.factory import load_model, load_tokenizer

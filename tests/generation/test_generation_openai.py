@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-
 from conftest import F_BODY, G_BODY
+
 from corecode.generation.base import SamplingParams
 from corecode.generation.config import GenerationParams
 from corecode.generation.factory import make_generator
@@ -33,9 +33,24 @@ def _free_port() -> int:
 def served(tiny_ckpt):
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "corecode.cli", "serve", "--model", str(tiny_ckpt), "--port", str(port),
-         "--name", "tiny", "--max-tokens", "40"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        [
+            sys.executable,
+            "-m",
+            "corecode.cli",
+            "serve",
+            "--model",
+            str(tiny_ckpt),
+            "--port",
+            str(port),
+            "--name",
+            "tiny",
+            "--max-tokens",
+            "40",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 180
@@ -74,8 +89,10 @@ def test_n_samples_stop_and_length(served):
 
 
 def test_raw_http_shape_and_usage(served):
-    r = httpx.post(f"{served}/completions", json={"prompt": ["def f(x):\n", "def g(y):\n"], "n": 2,
-                                                   "temperature": 0, "max_tokens": 40}).json()
+    r = httpx.post(
+        f"{served}/completions",
+        json={"prompt": ["def f(x):\n", "def g(y):\n"], "n": 2, "temperature": 0, "max_tokens": 40},
+    ).json()
     assert r["object"] == "text_completion" and [c["index"] for c in r["choices"]] == [0, 1, 2, 3]
     assert [c["text"] for c in r["choices"]] == [F_BODY, F_BODY, G_BODY, G_BODY]
     assert r["usage"]["total_tokens"] == r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] > 0
@@ -117,9 +134,14 @@ class _Scripted(BaseHTTPRequestHandler):
         type(self).times.append(time.monotonic())
         status, headers, delay = self.script[min(len(self.times) - 1, len(self.script) - 1)]
         time.sleep(delay)
-        body = json.dumps({"choices": [{"index": 0, "text": "ok", "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": 1, "completion_tokens": 5}} if status == 200
-                          else {"error": {"message": "busy"}}).encode()
+        body = json.dumps(
+            {
+                "choices": [{"index": 0, "text": "ok", "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 5},
+            }
+            if status == 200
+            else {"error": {"message": "busy"}}
+        ).encode()
         try:
             self.send_response(status)
             for k, v in headers.items():

@@ -4,17 +4,32 @@ streams that make a row's sample independent of its batch."""
 
 import pytest
 import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
-
 from conftest import F_BODY, G_BODY
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
 from corecode.generation import lean_decode
 from corecode.generation.base import SamplingParams
 from corecode.generation.hf import TransformersGenerator
 from corecode.generation.lean_decode import LeanDecoder
 
-SHAPE = dict(hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
-             vocab_size=97, max_position_embeddings=128)
+SHAPE = dict(
+    hidden_size=48,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=6,
+    num_key_value_heads=2,
+    vocab_size=97,
+    max_position_embeddings=128,
+)
 
 
 def _model(kind: str):
@@ -28,8 +43,9 @@ def _model(kind: str):
     elif kind == "lora":
         from peft import LoraConfig, get_peft_model
 
-        m = get_peft_model(Qwen2ForCausalLM(Qwen2Config(**SHAPE)), LoraConfig(r=4, target_modules=["q_proj", "v_proj",
-                                                                                                      "down_proj"]))
+        m = get_peft_model(
+            Qwen2ForCausalLM(Qwen2Config(**SHAPE)), LoraConfig(r=4, target_modules=["q_proj", "v_proj", "down_proj"])
+        )
         for n, p in m.named_parameters():  # LoRA B starts at zero: make the adapter matter
             if "lora_B" in n:
                 torch.nn.init.normal_(p, std=0.2)
@@ -89,10 +105,12 @@ def lean(tiny_ckpt):
 
 def test_greedy_output_equals_generate_with_stops_lengths_and_ignore_eos(lean, plain):
     prompts = ["def f(x):\n", "def g(y):\n", "def", "def f(x):\n    return"]
-    for sp in (SamplingParams(n=2, max_new_tokens=40, temperature=0),
-               SamplingParams(max_new_tokens=40, temperature=0, stop=["\n", "return"]),
-               SamplingParams(max_new_tokens=5, temperature=0),
-               SamplingParams(max_new_tokens=30, temperature=0, ignore_eos=True)):
+    for sp in (
+        SamplingParams(n=2, max_new_tokens=40, temperature=0),
+        SamplingParams(max_new_tokens=40, temperature=0, stop=["\n", "return"]),
+        SamplingParams(max_new_tokens=5, temperature=0),
+        SamplingParams(max_new_tokens=30, temperature=0, ignore_eos=True),
+    ):
         assert lean.generate(prompts, sp) == plain.generate(prompts, sp), sp
     (f,), (g,) = lean.generate(prompts[:2], SamplingParams(max_new_tokens=40, temperature=0))[:2]
     assert (f.text, g.text) == (F_BODY, G_BODY) and f.finish_reason == "stop"

@@ -11,12 +11,21 @@ from corecode.models.config import ModelParams
 from corecode.models.factory import POINTER_FILE, count_parameters, init_base_checkpoint, load_model, load_tokenizer
 
 ROWS = [
-    {"prompt": "### Problem\ndef add(a, b):\n    \"\"\"Sum.\"\"\"\n### Code\n",
-     "completion": "```python\ndef add(a, b):\n    return a + b\n```", "task_id": "t0"},
-    {"prompt": "### Problem\ndef neg(xs):\n    \"\"\"Negate all.\"\"\"\n### Plan\n",
-     "completion": "<plan>\n1. Loop over xs.\n2. Negate each.\n</plan>", "task_id": "t1"},
-    {"prompt": "### Problem\ndef big(xs, k):\n### Code\n",
-     "completion": "```python\ndef big(xs, k):\n    return [x for x in xs if x > k]\n```", "task_id": "t2"},
+    {
+        "prompt": '### Problem\ndef add(a, b):\n    """Sum."""\n### Code\n',
+        "completion": "```python\ndef add(a, b):\n    return a + b\n```",
+        "task_id": "t0",
+    },
+    {
+        "prompt": '### Problem\ndef neg(xs):\n    """Negate all."""\n### Plan\n',
+        "completion": "<plan>\n1. Loop over xs.\n2. Negate each.\n</plan>",
+        "task_id": "t1",
+    },
+    {
+        "prompt": "### Problem\ndef big(xs, k):\n### Code\n",
+        "completion": "```python\ndef big(xs, k):\n    return [x for x in xs if x > k]\n```",
+        "task_id": "t2",
+    },
 ] * 10
 
 
@@ -51,7 +60,7 @@ def _run(project, *args):
 def test_init_model_embedded_writes_a_standard_checkpoint(project):
     res = _run(project)
     assert res.exit_code == 0, res.output
-    summary = json.loads(res.output[res.output.index("{"):])
+    summary = json.loads(res.output[res.output.index("{") :])
     model = AutoModelForCausalLM.from_pretrained(project / "base")
     tok = AutoTokenizer.from_pretrained(project / "base")
     assert isinstance(model, Qwen2ForCausalLM)

@@ -16,8 +16,20 @@ GPU_DEV = ROOT / "configs" / "profiles" / "gpu-dev.yaml"
 
 def test_gpu_dev_profile_onto_params_yaml(tmp_path):
     out = tmp_path / "params.gpu-dev.yaml"
-    res = CliRunner().invoke(app, ["profile", "apply", str(GPU_DEV), "--base", str(ROOT / "params.yaml"), "-o",
-                                   str(out), "--set", "sandbox.isolation=unshare"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "profile",
+            "apply",
+            str(GPU_DEV),
+            "--base",
+            str(ROOT / "params.yaml"),
+            "-o",
+            str(out),
+            "--set",
+            "sandbox.isolation=unshare",
+        ],
+    )
     assert res.exit_code == 0, res.output
     merged, base = load_params(out), load_params(ROOT / "params.yaml")
     profile = yaml.safe_load(GPU_DEV.read_text())

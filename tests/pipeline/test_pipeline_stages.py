@@ -13,8 +13,9 @@ def _composite(**kw):
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
     from corecode.data.config import CompositeParams
 
-    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
-                                     phrasing_variety=3), **kw})
+    return CompositeParams(
+        **{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0, phrasing_variety=3), **kw}
+    )
 
 
 def _write_eval(root, method, bench, passes):
@@ -76,15 +77,18 @@ def test_metrics_join_evaluation_directories(tmp_path):
     """The optional baselines' evaluations live apart from the pipeline's; one report can compare across both."""
     _write_eval(tmp_path / "eval", "good", "composite_test", [2] * 10)
     _write_eval(tmp_path / "baselines", "pta", "composite_test", [0] * 10)
-    m = collect_metrics(_params(tmp_path), [tmp_path / "eval", tmp_path / "baselines"], tmp_path / "m.json",
-                        comparisons=[("good", "pta")])
+    m = collect_metrics(
+        _params(tmp_path),
+        [tmp_path / "eval", tmp_path / "baselines"],
+        tmp_path / "m.json",
+        comparisons=[("good", "pta")],
+    )
     assert set(m["methods"]) == {"good", "pta"} and m["comparisons"][0]["delta"] == pytest.approx(1.0)
 
 
 @pytest.mark.slow
 def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monkeypatch):
     from corecode.data.composite import generate_composite
-    from corecode.data.config import CompositeParams
     from corecode.data.io import write_problems
     from corecode.models.testing import make_tiny_checkpoint
 
@@ -121,7 +125,6 @@ def test_evaluate_method_scores_a_real_checkpoint_in_the_sandbox(tmp_path, monke
 @pytest.mark.slow
 def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch):
     from corecode.data.composite import generate_composite
-    from corecode.data.config import CompositeParams
     from corecode.data.io import write_problems
     from corecode.models.testing import make_tiny_checkpoint
 
@@ -130,15 +133,28 @@ def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch
     write_problems(bench, probs)
     ckpt = make_tiny_checkpoint(tmp_path / "m", ["def solve(nums):\n    return nums\n"], train_steps=20)
     p = tmp_path / "params.yaml"
-    p.write_text(json.dumps({
-        "agents": {"default_team": "duo",
-                   "teams": {"duo": {"type": "planner_coder", "roles": {"planner": str(ckpt), "coder": str(ckpt)}}},
-                   "sampling": {"planner": {"max_new_tokens": 16}, "coder": {"max_new_tokens": 16}}},
-        "evaluate": {"benchmarks": [str(bench)], "n_samples": 3, "ks": [1, 3], "methods": ["duo"], "comparisons": [],
-                     "collaboration_gain_benchmarks": [str(bench)], "collaboration_gain_n_samples": 1},
-        "model": {"device": "cpu"},
-        "sandbox": {"cache_dir": str(tmp_path / "cache")},
-    }))
+    p.write_text(
+        json.dumps(
+            {
+                "agents": {
+                    "default_team": "duo",
+                    "teams": {"duo": {"type": "planner_coder", "roles": {"planner": str(ckpt), "coder": str(ckpt)}}},
+                    "sampling": {"planner": {"max_new_tokens": 16}, "coder": {"max_new_tokens": 16}},
+                },
+                "evaluate": {
+                    "benchmarks": [str(bench)],
+                    "n_samples": 3,
+                    "ks": [1, 3],
+                    "methods": ["duo"],
+                    "comparisons": [],
+                    "collaboration_gain_benchmarks": [str(bench)],
+                    "collaboration_gain_n_samples": 1,
+                },
+                "model": {"device": "cpu"},
+                "sandbox": {"cache_dir": str(tmp_path / "cache")},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     s = evaluate_method("duo", load_params(p), out_root=tmp_path / "eval")["benchmarks"][str(bench)]
     assert s["coder_alone_n_samples"] == 1 and s["efficiency"]["n_samples"] == 9
@@ -147,14 +163,21 @@ def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch
 
 def _write_params(tmp_path, ckpt, bench):
     p = tmp_path / "params.yaml"
-    p.write_text(json.dumps({
-        "agents": {"default_team": "mini", "teams": {"mini": {"type": "single", "roles": {"coder": str(ckpt)}}},
-                   "sampling": {"coder": {"temperature": 0.0, "max_new_tokens": 96}}},
-        "evaluate": {"benchmarks": [str(bench)], "n_samples": 2, "ks": [1, 2]},
-        "report": {"comparisons": []},
-        "model": {"device": "cpu"},
-        "sandbox": {"cache_dir": str(tmp_path / "cache")},
-    }))
+    p.write_text(
+        json.dumps(
+            {
+                "agents": {
+                    "default_team": "mini",
+                    "teams": {"mini": {"type": "single", "roles": {"coder": str(ckpt)}}},
+                    "sampling": {"coder": {"temperature": 0.0, "max_new_tokens": 96}},
+                },
+                "evaluate": {"benchmarks": [str(bench)], "n_samples": 2, "ks": [1, 2]},
+                "report": {"comparisons": []},
+                "model": {"device": "cpu"},
+                "sandbox": {"cache_dir": str(tmp_path / "cache")},
+            }
+        )
+    )
     return p
 
 

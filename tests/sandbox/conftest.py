@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sandbox_helpers import MIX_CHECK, MIX_REFERENCE
 
 from corecode.data.schema import Problem, TestCase
 from corecode.sandbox import Sandbox, SandboxParams
-
-from sandbox_helpers import MIX_CHECK, MIX_REFERENCE
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from corecode.data.loaders.livecodebench import lcb_problem
 import corecode.sandbox
+from corecode.data.loaders.livecodebench import lcb_problem
 from corecode.data.schema import Problem, TestCase
 from corecode.sandbox import Sandbox, SandboxParams
 from corecode.sandbox.prepare import solution_class

@@ -13,8 +13,8 @@ import time
 
 import psutil
 import pytest
-
 from sandbox_helpers import MIX_REFERENCE
+
 from corecode.sandbox import Sandbox, SandboxParams, Verdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -114,7 +114,7 @@ ATTACKS = {
     "zygote_memory_and_fds": (
         "import os\ndef mix(a, b):\n    ok = 0\n"
         "    for path in ('/proc/1/mem', '/proc/1/fd/0', '/proc/1/fd/1', '/proc/1/environ'):\n"
-        "        try:\n            open(path, 'r+b').close()\n            ok += 1\n        except OSError:\n            pass\n"
+        "        try:\n            open(path, 'r+b').close()\n            ok += 1\n        except OSError:\n            pass\n"  # noqa: E501 (one line of the hostile program)
         "    assert ok\n    return (a * 7919 + b) % 104729\n",
         {Verdict.runtime_error},
     ),
@@ -133,8 +133,7 @@ ATTACKS = {
         {Verdict.timeout},
     ),
     "sleep_forever": (
-        "import time, signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-        "def mix(a, b):\n    time.sleep(10**6)\n",
+        "import time, signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ndef mix(a, b):\n    time.sleep(10**6)\n",
         {Verdict.timeout},
     ),
     "memory_bomb_alloc": ("def mix(a, b):\n    x = bytearray(8 * 1024**3)\n    return a\n", {Verdict.memory_exceeded}),
@@ -246,11 +245,7 @@ def test_reading_host_files_fails(sandbox, mix_problem, path):
 def test_benchmark_data_not_visible(sandbox, mix_problem):
     from corecode.data.loaders.humaneval import humaneval_path
 
-    program = (
-        "def mix(a, b):\n"
-        f"    open({str(humaneval_path())!r}, 'rb').read()\n"
-        "    return (a * 7919 + b) % 104729\n"
-    )
+    program = f"def mix(a, b):\n    open({str(humaneval_path())!r}, 'rb').read()\n    return (a * 7919 + b) % 104729\n"
     assert not sandbox.run(mix_problem, program).passed
 
 
@@ -357,7 +352,7 @@ def test_network_is_unreachable(sandbox, mix_problem):
         result = sandbox.run(mix_problem, program)
         dns = sandbox.run(
             mix_problem,
-            "import socket\ndef mix(a, b):\n    socket.getaddrinfo('pypi.org', 443)\n    return (a * 7919 + b) % 104729\n",
+            "import socket\ndef mix(a, b):\n    socket.getaddrinfo('pypi.org', 443)\n    return (a * 7919 + b) % 104729\n",  # noqa: E501 (one line of the hostile program)
         )
     finally:
         t.join()
@@ -372,7 +367,7 @@ def test_no_daemon_survives_into_the_next_sample(sandbox, mix_problem):
     starter = (
         "import os, time\ndef mix(a, b):\n    if os.fork() == 0:\n        os.setsid()\n"
         "        if os.fork() == 0:\n            while True:\n                open('daemon_was_here', 'w').close()\n"
-        "                time.sleep(0.01)\n        os._exit(0)\n    time.sleep(0.05)\n    return (a * 7919 + b) % 104729\n"
+        "                time.sleep(0.01)\n        os._exit(0)\n    time.sleep(0.05)\n    return (a * 7919 + b) % 104729\n"  # noqa: E501 (one line of the hostile program)
     )
     checker = (
         "import os, time\ndef mix(a, b):\n    time.sleep(0.05)\n    assert not os.path.exists('daemon_was_here')\n"

@@ -8,8 +8,8 @@ import re
 import time
 
 import pytest
-
 from sandbox_helpers import MIX_REFERENCE
+
 from corecode.data.loaders.humaneval import load_humaneval
 from corecode.data.schema import Problem, TestCase
 from corecode.sandbox import Sandbox, SandboxParams, Verdict

@@ -27,8 +27,13 @@ def test_versions_per_run_and_models_uri_round_trip(store, tmp_path):
     versions = []
     for tag in ("a", "b"):
         with stage_run("promote", {}, tp) as run:
-            mv = register_checkpoint(_checkpoint(tmp_path, tag), "team", run, per_problem=per_problem,
-                                     tags={"corecode.method": "planner_coder_grpo"})
+            mv = register_checkpoint(
+                _checkpoint(tmp_path, tag),
+                "team",
+                run,
+                per_problem=per_problem,
+                tags={"corecode.method": "planner_coder_grpo"},
+            )
         versions.append(mv)
     assert [v.version for v in versions] == ["1", "2"] or [v.version for v in versions] == [1, 2]
     client = MlflowClient()

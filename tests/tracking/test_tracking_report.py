@@ -36,9 +36,11 @@ def _metrics() -> dict:
     # the shape corecode.evaluation/pipeline write: failures as counts + fractions; efficiency may sit at top level
     hum = methods["single_sft"]["humaneval"]
     hum["failures"] = {"counts": {"passed": 3, "timeout": 1}, "fractions": {"passed": 0.75, "timeout": 0.25}}
-    eff_top = {"single_sft": {"humaneval": hum.pop("efficiency")},
-               # timings from efficiency.json merge with a result's own (generation cost) efficiency
-               "planner_coder_grpo": {"humaneval": {"overall": {"median_wall_time_s": 0.5}}}}
+    eff_top = {
+        "single_sft": {"humaneval": hum.pop("efficiency")},
+        # timings from efficiency.json merge with a result's own (generation cost) efficiency
+        "planner_coder_grpo": {"humaneval": {"overall": {"median_wall_time_s": 0.5}}},
+    }
     comps = [{"a": "planner_coder_grpo", "b": "single_sft", "benchmark": "humaneval", "delta": 0.2, "p_value": 0.003}]
     return {"methods": methods, "comparisons": comps, "efficiency": eff_top}
 
@@ -63,7 +65,7 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     assert "## composite_test" in md and "## humaneval" in md and "## Paired comparisons" in md
     assert "| planner_coder_grpo | 0.41 | 0.6 |" in md  # humaneval row: pass_at_1, pass_at_5
     assert "| planner_coder_grpo | single_sft | humaneval | 0.2 | 0.003 |" in md
-    hum = md[md.index("## humaneval"):]
+    hum = md[md.index("## humaneval") :]
     assert "| single_sft | 0.75 |  | 0.25 |  |" in hum  # fractions (not counts) of the nested failures
     assert "| single_sft | 0.01 |  | 20 |" in hum  # efficiency found at the top level
     assert "| planner_coder_grpo | 0.03 | 0.5 | 22 |" in hum  # own figures and efficiency.json's, merged
@@ -78,8 +80,9 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
         assert img.shape[0] > 100 and img.shape[1] > 100 and img.std() > 0  # a real, non-blank picture
 
     client = MlflowClient()
-    (run,) = client.search_runs(client.get_experiment_by_name("corecode").experiment_id,
-                                filter_string="tags.`corecode.stage` = 'report'")
+    (run,) = client.search_runs(
+        client.get_experiment_by_name("corecode").experiment_id, filter_string="tags.`corecode.stage` = 'report'"
+    )
     arts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"report.md", "metrics.json", "plots"} <= arts
     assert len(client.list_artifacts(run.info.run_id, "plots")) == len(plots)

@@ -75,8 +75,10 @@ def test_each_dvc_repro_gets_its_own_parent(store, tmp_path, monkeypatch):
     monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
     subprocess.run(["dvc", "init", "-q"], check=True)
     (tmp_path / "stage.py").write_text(STAGE_PY)
-    stages = {"one": {"cmd": "python stage.py one", "outs": ["one.out"]},
-              "two": {"cmd": "python stage.py two", "deps": ["one.out"], "outs": ["two.out"]}}
+    stages = {
+        "one": {"cmd": "python stage.py one", "outs": ["one.out"]},
+        "two": {"cmd": "python stage.py two", "deps": ["one.out"], "outs": ["two.out"]},
+    }
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
     client = MlflowClient()
     parents = []
@@ -113,7 +115,7 @@ def test_failed_stage_marks_runs_failed_and_rerun_continues_parent(store):
     tp = _tp()
     with pytest.raises(ZeroDivisionError):
         with stage_run("grpo", {}, tp) as r:
-            1 / 0
+            raise ZeroDivisionError
     client = MlflowClient()
     assert client.get_run(r.run_id).info.status == "FAILED"
     assert client.get_run(r.parent_run_id).info.status == "FAILED"
@@ -168,11 +170,17 @@ def test_artifacts_metrics_and_system_metrics(store, tmp_path):
 def test_stages_started_together_on_a_fresh_store_share_one_experiment(tmp_path):
     """Several stage processes (e.g. a Prefect worker running independent stages) creating the sqlite store at once:
     without the retry in ``configure`` one of them failed with "table experiments already exists"."""
-    code = ("from corecode.tracking.config import TrackingParams\nfrom corecode.tracking.runs import configure\n"
-            f"print(configure(TrackingParams(uri='sqlite:///{tmp_path}/mlflow.db', experiment='race')))")
+    code = (
+        "from corecode.tracking.config import TrackingParams\nfrom corecode.tracking.runs import configure\n"
+        f"print(configure(TrackingParams(uri='sqlite:///{tmp_path}/mlflow.db', experiment='race')))"
+    )
     env = {**os.environ, "MLFLOW_TRACKING_URI": "", "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-500:] for _, err in outs]
     assert len({out.strip().splitlines()[-1] for out, _ in outs}) == 1

@@ -20,8 +20,16 @@ def _tiny_model_and_tokenizer():
     tok = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
-    config = GPT2Config(vocab_size=len(words), n_positions=32, n_embd=16, n_layer=1, n_head=2,
-                        pad_token_id=0, eos_token_id=1, bos_token_id=1)
+    config = GPT2Config(
+        vocab_size=len(words),
+        n_positions=32,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=1,
+    )
     return GPT2LMHeadModel(config), tokenizer
 
 
@@ -31,8 +39,17 @@ def test_sft_trainer_logs_into_active_stage_run(store, tmp_path):
 
     model, tokenizer = _tiny_model_and_tokenizer()
     ds = Dataset.from_dict({"text": ["def f ( x ) : return x + 1"] * 8})
-    args = SFTConfig(output_dir=str(tmp_path / "out"), max_steps=3, logging_steps=1, per_device_train_batch_size=2,
-                     report_to=["mlflow"], save_strategy="no", use_cpu=True, max_length=16, dataset_num_proc=None)
+    args = SFTConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=3,
+        logging_steps=1,
+        per_device_train_batch_size=2,
+        report_to=["mlflow"],
+        save_strategy="no",
+        use_cpu=True,
+        max_length=16,
+        dataset_num_proc=None,
+    )
     ours = {"seed": 0, "sft": {"lr": 1e-3}}  # the trainer logs its own `seed` (42) into the same run
     with stage_run("sft_coder", ours, TrackingParams(log_system_metrics=False)) as run:
         SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer).train()

@@ -47,11 +47,26 @@ def _ptx_data(root: Path) -> dict[str, str]:
 def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path, TeamGRPOParams]:
     # Efficiency terms stay off (their default): measured run times would make rewards non-deterministic.
     g = team_params(
-        planner_model=str(team[0]), coder_model=str(team[1]), planner_output=str(root / name / "planner"),
-        coder_output=str(root / name / "coder"), checkpoint_dir=str(root / name / "state"),
-        log_path=str(root / name / "log.json"), problems_per_step=2, num_plans=2, num_programs=2,
-        max_plan_tokens=32, max_code_tokens=40, max_steps=4, save_steps=1, eval_problems=0, learning_rate=1e-3,
-        temperature=1.2, beta=0.04, ptx_coef=0.5, ptx_batch_size=3, ptx_data=_ptx_data(root),
+        planner_model=str(team[0]),
+        coder_model=str(team[1]),
+        planner_output=str(root / name / "planner"),
+        coder_output=str(root / name / "coder"),
+        checkpoint_dir=str(root / name / "state"),
+        log_path=str(root / name / "log.json"),
+        problems_per_step=2,
+        num_plans=2,
+        num_programs=2,
+        max_plan_tokens=32,
+        max_code_tokens=40,
+        max_steps=4,
+        save_steps=1,
+        eval_problems=0,
+        learning_rate=1e-3,
+        temperature=1.2,
+        beta=0.04,
+        ptx_coef=0.5,
+        ptx_batch_size=3,
+        ptx_data=_ptx_data(root),
     )
     # Generous time limits: on a loaded 2-core box a slow test must not turn into a (non-deterministic) timeout.
     sandbox = SandboxParams(workers=2, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
@@ -62,8 +77,9 @@ def _write_params(root: Path, team: tuple[Path, Path], name: str) -> tuple[Path,
 
 
 def _run(script: Path, params: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(script), str(params)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(script), str(params)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 @pytest.mark.slow

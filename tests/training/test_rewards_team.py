@@ -42,8 +42,12 @@ def sandbox():
 def test_coder_reward_ordering(sandbox):
     reward = SandboxCodeReward(PROBLEMS, sandbox)
     names = list(PROGRAMS)
-    r = dict(zip(names, reward(prompts=[""] * 5, completions=[format_code(PROGRAMS[n]) for n in names],
-                               task_id=[P.task_id] * 5)))
+    r = dict(
+        zip(
+            names,
+            reward(prompts=[""] * 5, completions=[format_code(PROGRAMS[n]) for n in names], task_id=[P.task_id] * 5),
+        )
+    )
     assert r["correct"] > r["partial"] > r["wrong"] > r["crash"] > r["syntax"]
     w = CoderRewardWeights()
     assert r["correct"] == pytest.approx(w.syntax + w.runs + w.tests + w.passed)
@@ -58,8 +62,11 @@ def test_reward_object_is_a_trl_reward_function(sandbox):
     assert reward.__name__ == "sandbox_code_reward"
     # conversational completions and a plan-then-code completion
     plan_then_code = format_plan("1. Add one to each.") + "\n" + format_code(PROGRAMS["correct"])
-    out = reward(prompts=["x", "y"], completions=[[{"role": "assistant", "content": plan_then_code}],
-                                                  format_code(PROGRAMS["correct"])], task_id=[P.task_id] * 2)
+    out = reward(
+        prompts=["x", "y"],
+        completions=[[{"role": "assistant", "content": plan_then_code}], format_code(PROGRAMS["correct"])],
+        task_id=[P.task_id] * 2,
+    )
     assert out[0] == pytest.approx(out[1] + 0.5)
     with pytest.raises(KeyError, match="nope"):
         reward(prompts=["x"], completions=["y"], task_id=["nope"])

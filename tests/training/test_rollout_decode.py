@@ -1,4 +1,5 @@
-"""GRPO rollouts through ``LeanDecoder`` (the CPU default, ``grpo.team.lean_decode``) give the samples ``generate`` gives."""
+"""GRPO rollouts through ``LeanDecoder`` (the CPU default, ``grpo.team.lean_decode``) give the samples ``generate``
+gives."""
 
 import torch
 
@@ -17,10 +18,24 @@ def test_lean_rollouts_equal_generate_greedy_and_sample_from_the_global_rng(tmp_
 
     def run(lean, do_sample, seed=0):
         torch.manual_seed(seed)
-        chunks = list(generate_chunks(model, tok, prompts, 2 if do_sample else 1, 24, temperature=1.0, chunk_size=2,
-                                      do_sample=do_sample, lean_decode=lean))
-        return [[(s.prompt_ids, s.completion.token_ids, s.completion.text, s.completion.finish_reason) for s in g]
-                for chunk in chunks for g in chunk]
+        chunks = list(
+            generate_chunks(
+                model,
+                tok,
+                prompts,
+                2 if do_sample else 1,
+                24,
+                temperature=1.0,
+                chunk_size=2,
+                do_sample=do_sample,
+                lean_decode=lean,
+            )
+        )
+        return [
+            [(s.prompt_ids, s.completion.token_ids, s.completion.text, s.completion.finish_reason) for s in g]
+            for chunk in chunks
+            for g in chunk
+        ]
 
     greedy = run(True, False)
     assert greedy == run(False, False)

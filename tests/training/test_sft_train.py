@@ -41,9 +41,18 @@ def data(tmp_path_factory) -> Path:
 
 def _params(tmp_path: Path, **kw) -> SFTParams:
     # Test-sized: the config defaults are the embedded default's (1200 steps, 2600 for the Planner).
-    defaults = dict(max_steps=12, batch_size=4, logging_steps=3, eval_steps=6, learning_rate=3e-3,
-                    completion_only_loss=True, max_eval_rows=256, check_n=32, planner={},
-                    work_dir=str(tmp_path / "work"))
+    defaults = dict(
+        max_steps=12,
+        batch_size=4,
+        logging_steps=3,
+        eval_steps=6,
+        learning_rate=3e-3,
+        completion_only_loss=True,
+        max_eval_rows=256,
+        check_n=32,
+        planner={},
+        work_dir=str(tmp_path / "work"),
+    )
     return SFTParams(**(defaults | kw))
 
 
@@ -134,8 +143,14 @@ def test_prompt_loss_when_completion_only_loss_is_off(tmp_path, base, data):
 
 def test_sft_trains_saves_and_logs(tmp_path, base, data):
     out, log = tmp_path / "sft_coder", tmp_path / "reports" / "sft_coder.json"
-    res = train_sft("coder", _params(tmp_path, max_steps=30), data_path=data / "coder.jsonl", base_checkpoint=base,
-                    output_dir=out, log_path=log)
+    res = train_sft(
+        "coder",
+        _params(tmp_path, max_steps=30),
+        data_path=data / "coder.jsonl",
+        base_checkpoint=base,
+        output_dir=out,
+        log_path=log,
+    )
     assert res.global_step == 30 and res.train_rows == 6 and res.val_rows == 2
     hist = json.loads(log.read_text())
     losses = [h["loss"] for h in hist if "loss" in h]
@@ -155,8 +170,15 @@ def test_sft_trains_saves_and_logs(tmp_path, base, data):
 def test_sft_is_deterministic_from_the_seed(tmp_path, base, data):
     def run(name: str, seed: int) -> dict[str, torch.Tensor]:
         out = tmp_path / name
-        train_sft("planner", _params(tmp_path, max_steps=8), seed=seed, data_path=data / "planner.jsonl",
-                  base_checkpoint=base, output_dir=out, log_path=tmp_path / f"{name}.json")
+        train_sft(
+            "planner",
+            _params(tmp_path, max_steps=8),
+            seed=seed,
+            data_path=data / "planner.jsonl",
+            base_checkpoint=base,
+            output_dir=out,
+            log_path=tmp_path / f"{name}.json",
+        )
         return _weights(out)
 
     a, b, c = run("a", 0), run("b", 0), run("c", 1)
@@ -169,8 +191,9 @@ def test_lora_sft_saves_a_merged_plain_model(tmp_path, base, data):
     out = tmp_path / "sft_single"
     lora = {"enabled": True, "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
     p = _params(tmp_path, max_steps=6, lora=lora)
-    train_sft("single", p, data_path=data / "single.jsonl", base_checkpoint=base, output_dir=out,
-              log_path=tmp_path / "l.json")
+    train_sft(
+        "single", p, data_path=data / "single.jsonl", base_checkpoint=base, output_dir=out, log_path=tmp_path / "l.json"
+    )
     w, w0 = _weights(out), _weights(base)
     assert not any("lora" in k for k in w)  # merged: later stages load a plain Qwen2
     assert not torch.equal(w["model.layers.0.self_attn.q_proj.weight"], w0["model.layers.0.self_attn.q_proj.weight"])
@@ -214,8 +237,10 @@ def test_training_cli_registers_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys, typer\nfrom corecode.training.cli import register\napp = typer.Typer(); register(app)\n"
-            "print(sorted(c.name for c in app.registered_commands), 'torch' in sys.modules, 'trl' in sys.modules)")
+    code = (
+        "import sys, typer\nfrom corecode.training.cli import register\napp = typer.Typer(); register(app)\n"
+        "print(sorted(c.name for c in app.registered_commands), 'torch' in sys.modules, 'trl' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "['grpo-magrpo', 'grpo-single', 'grpo-team', 'sft'] False False"
 
@@ -257,7 +282,7 @@ def test_warmup_ratio_reaches_the_scheduler(tmp_path, base, data):
     assert args.get_warmup_steps(40) == 4
 
 
-# --- loss from the full logits (sft.fused_lm_head: false) --------------------------------------------------------------
+# --- loss from the full logits (sft.fused_lm_head: false) -------------------------------------------------------------
 
 
 def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base, data):
@@ -272,8 +297,9 @@ def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base,
     assert sft_trainer_class(True) is SFTTrainer and sft_trainer_class(False) is LogitsLossSFTTrainer
     results = {}
     for fused in (True, False):
-        trainer = build_sft_trainer(_params(tmp_path, fused_lm_head=fused).for_role("coder"), data / "coder.jsonl",
-                                    base)
+        trainer = build_sft_trainer(
+            _params(tmp_path, fused_lm_head=fused).for_role("coder"), data / "coder.jsonl", base
+        )
         assert type(trainer) is (SFTTrainer if fused else LogitsLossSFTTrainer)
         batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
         assert (batch["labels"] == -100).any() and (batch["labels"] != -100).any()  # prompt and padding masked
@@ -296,10 +322,16 @@ def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base,
 
 def test_logits_loss_training_matches_the_fused_run(tmp_path, base, data):
     """A whole (short) run with each loss: the same logged losses to float noise, so the option changes speed only."""
+
     def losses(fused: bool) -> list[float]:
-        res = train_sft("coder", _params(tmp_path, max_steps=12, logging_steps=1, fused_lm_head=fused),
-                        data_path=data / "coder.jsonl", base_checkpoint=base, output_dir=tmp_path / f"o{fused}",
-                        log_path=tmp_path / f"l{fused}.json")
+        res = train_sft(
+            "coder",
+            _params(tmp_path, max_steps=12, logging_steps=1, fused_lm_head=fused),
+            data_path=data / "coder.jsonl",
+            base_checkpoint=base,
+            output_dir=tmp_path / f"o{fused}",
+            log_path=tmp_path / f"l{fused}.json",
+        )
         return [h["loss"] for h in res.history if "loss" in h]
 
     fused, logits = losses(True), losses(False)
@@ -315,8 +347,13 @@ def test_sft_step_benchmark_runs_both_losses():
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, str(root / "benchmarks" / "sft_step.py"), "--tiny"], cwd=root,
-                         capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "sft_step.py"), "--tiny"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     ratio = float(re.search(r"ratio logits/fused: ([0-9.]+)", out.stdout).group(1))
     diff = float(re.search(r"max \|loss difference\| over \d+ logged steps: ([0-9.e+-]+)", out.stdout).group(1))

@@ -39,11 +39,25 @@ def setup(tmp_path_factory):
     for role in ("planner", "coder", "single"):
         write_role_dataset(d / "processed" / f"{role}.jsonl", role, problems)
     # Short enough that sampling at temperature 1.2 still yields some broken programs, long enough for correct ones.
-    sft = SFTParams(max_steps=160, batch_size=6, learning_rate=1e-2, logging_steps=20, eval_steps=160,
-                    completion_only_loss=True, max_eval_rows=256, work_dir=str(d / "work"))
+    sft = SFTParams(
+        max_steps=160,
+        batch_size=6,
+        learning_rate=1e-2,
+        logging_steps=20,
+        eval_steps=160,
+        completion_only_loss=True,
+        max_eval_rows=256,
+        work_dir=str(d / "work"),
+    )
     for role, data in (("single", "single.jsonl"), ("pta", "planner.jsonl")):
-        train_sft(role, sft, data_path=d / "processed" / data, base_checkpoint=base, output_dir=d / f"sft_{role}",
-                  log_path=d / f"sft_{role}.json")
+        train_sft(
+            role,
+            sft,
+            data_path=d / "processed" / data,
+            base_checkpoint=base,
+            output_dir=d / f"sft_{role}",
+            log_path=d / f"sft_{role}.json",
+        )
     return d, write_problems(d / "problems.jsonl", problems)
 
 
@@ -54,10 +68,21 @@ def sandbox():
 
 
 def _params(d: Path, problems: Path, **single) -> Params:
-    cfg = dict(model=str(d / "sft_single"), pta_model=str(d / "sft_pta"), train_problems=str(problems),
-               work_dir=str(d / "work"), log_dir=str(d / "reports"), max_steps=2, num_generations=4, batch_size=8,
-               max_completion_length=64, pta_max_completion_length=128, learning_rate=5e-3, temperature=1.2,
-               loss_type="dapo")
+    cfg = dict(
+        model=str(d / "sft_single"),
+        pta_model=str(d / "sft_pta"),
+        train_problems=str(problems),
+        work_dir=str(d / "work"),
+        log_dir=str(d / "reports"),
+        max_steps=2,
+        num_generations=4,
+        batch_size=8,
+        max_completion_length=64,
+        pta_max_completion_length=128,
+        learning_rate=5e-3,
+        temperature=1.2,
+        loss_type="dapo",
+    )
     return Params.model_validate({"seed": 0, "grpo": {"single": cfg | single}})
 
 
@@ -89,8 +114,13 @@ def test_batch_must_hold_whole_groups(tmp_path):
     cfg = _params(tmp_path, tmp_path / "p.jsonl", batch_size=6).grpo.single
     with pytest.raises(ValueError, match=r"batch_size \(6\) must be a multiple of grpo.single.num_generations \(4\)"):
         build_grpo_config(cfg, 0, tmp_path / "w", plan_then_code=False, report_to=[])
-    args = build_grpo_config(_params(tmp_path, tmp_path / "p.jsonl", loss_type="dr_grpo", beta=0.04).grpo.single, 3,
-                             tmp_path / "w", plan_then_code=True, report_to=[])
+    args = build_grpo_config(
+        _params(tmp_path, tmp_path / "p.jsonl", loss_type="dr_grpo", beta=0.04).grpo.single,
+        3,
+        tmp_path / "w",
+        plan_then_code=True,
+        report_to=[],
+    )
     assert (args.loss_type, args.beta, args.num_generations, args.seed) == ("dr_grpo", 0.04, 4, 3)
     assert args.max_completion_length == 128  # the plan-then-code budget
 
@@ -125,8 +155,12 @@ def test_plan_then_code_adds_the_plan_format_term(setup, sandbox):
         seen.extend(float(c.lstrip().startswith("<plan>")) for c in completions)
         return [0.0] * len(completions)
 
-    res = train_grpo_single(_params(d, problems, pta_output=str(out), max_steps=1), plan_then_code=True,
-                            sandbox=sandbox, extra_reward_funcs=[plan_probe])
+    res = train_grpo_single(
+        _params(d, problems, pta_output=str(out), max_steps=1),
+        plan_then_code=True,
+        sandbox=sandbox,
+        extra_reward_funcs=[plan_probe],
+    )
     assert res.log_path.name == "pta_grpo.json" and (out / "model.safetensors").exists()
     assert sum(seen) > 0  # the PTA-SFT'd model opens with a plan
     hist = json.loads(res.log_path.read_text())
@@ -146,8 +180,11 @@ def test_cli_grpo_single(setup, tmp_path, monkeypatch):
     register(app)
     monkeypatch.chdir(tmp_path)
     single = _params(d, problems, output=str(tmp_path / "out"), max_steps=1, log_dir=str(tmp_path / "rep")).grpo.single
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
-        {"tracking": {"enabled": False}, "sandbox": {"workers": 2}, "grpo": {"single": single.model_dump()}}))
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(
+            {"tracking": {"enabled": False}, "sandbox": {"workers": 2}, "grpo": {"single": single.model_dump()}}
+        )
+    )
     r = CliRunner().invoke(app, ["grpo-single", "--set", "grpo.single.num_generations=2"])
     assert r.exit_code == 0, r.output
     assert "grpo_single: 1 steps" in r.output

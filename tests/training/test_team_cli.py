@@ -36,14 +36,26 @@ def test_grpo_team_command(tmp_path, monkeypatch, one_thread):
         "seed": 1,
         "sandbox": {"workers": 2, "cache_dir": None},
         "tracking": {"uri": f"sqlite:///{tmp_path}/mlflow.db", "log_system_metrics": False},
-        "grpo": {"team": {**TINY_TEAM, "planner_model": str(planner), "coder_model": str(coder),
-                          "train_problems": "train.jsonl", "val_problems": "val.jsonl", "max_steps": 2, "save_steps": 1,
-                          "eval_steps": 1, "eval_problems": 2, "max_plan_tokens": 32, "max_code_tokens": 40}},
+        "grpo": {
+            "team": {
+                **TINY_TEAM,
+                "planner_model": str(planner),
+                "coder_model": str(coder),
+                "train_problems": "train.jsonl",
+                "val_problems": "val.jsonl",
+                "max_steps": 2,
+                "save_steps": 1,
+                "eval_steps": 1,
+                "eval_problems": 2,
+                "max_plan_tokens": 32,
+                "max_code_tokens": 40,
+            }
+        },
     }
     Path("params.yaml").write_text(yaml.safe_dump(params))
     res = CliRunner().invoke(app, ["grpo-team", "--params", "params.yaml", "--set", "grpo.team.num_programs=2"])
     assert res.exit_code == 0, res.output + repr(res.exception)
-    final = json.loads(res.output[res.output.index("{"):])
+    final = json.loads(res.output[res.output.index("{") :])
     assert "eval/collaboration_gain" in final
     for d in ("data/checkpoints/grpo_planner", "data/checkpoints/grpo_coder"):
         assert (Path(d) / "model.safetensors").exists() and (Path(d) / "tokenizer.json").exists()
@@ -54,8 +66,9 @@ def test_grpo_team_command(tmp_path, monkeypatch, one_thread):
     import mlflow
 
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("corecode").experiment_id],
-                              "tags.`corecode.stage` = 'grpo_team'")
+    runs = client.search_runs(
+        [client.get_experiment_by_name("corecode").experiment_id], "tags.`corecode.stage` = 'grpo_team'"
+    )
     assert len(runs) == 1
     history = client.get_metric_history(runs[0].info.run_id, "reward_planner")
     assert [m.step for m in history] == [1, 2]

@@ -26,15 +26,33 @@ from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams
 
 # Test-sized GRPO settings: the config defaults are the embedded default's 200-step recipe (ptx on, Planner frozen);
 # these tests train tiny models for a step or two, both roles, without ptx unless a test asks for it.
-TINY_TWO_ROLE = dict(problems_per_step=2, temperature=1.0, generation_batch_size=16, max_steps=4, learning_rate=1e-4,
-                     save_steps=2, eval_steps=2, eval_problems=8)
+TINY_TWO_ROLE = dict(
+    problems_per_step=2,
+    temperature=1.0,
+    generation_batch_size=16,
+    max_steps=4,
+    learning_rate=1e-4,
+    save_steps=2,
+    eval_steps=2,
+    eval_problems=8,
+)
 TINY_TEAM = dict(TINY_TWO_ROLE, num_plans=2, num_programs=2, frozen_roles=[], ptx_coef=0.0)
 
 
 def _lora(r: int | None) -> dict:
-    return {} if r is None else {"lora": LoraParams(enabled=True, r=r, alpha=16, dropout=0.0,
-                                                    target_modules=["q_proj", "k_proj", "v_proj", "o_proj",
-                                                                    "gate_proj", "up_proj", "down_proj"])}
+    return (
+        {}
+        if r is None
+        else {
+            "lora": LoraParams(
+                enabled=True,
+                r=r,
+                alpha=16,
+                dropout=0.0,
+                target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            )
+        }
+    )
 
 
 def team_params(lora_r: int | None = None, **kw) -> TeamGRPOParams:
@@ -48,23 +66,52 @@ def magrpo_params(lora_r: int | None = None, **kw) -> MAGRPOParams:
 
 
 def _fn(task, name, doc, plan, body, tests):
-    prompt = f"def {name}(xs):\n    \"\"\"{doc}\"\"\"\n"
+    prompt = f'def {name}(xs):\n    """{doc}"""\n'
     return Problem(
-        task_id=f"tiny/{task}", source="tiny", split="train", prompt=prompt, entry_point=name,
+        task_id=f"tiny/{task}",
+        source="tiny",
+        split="train",
+        prompt=prompt,
+        entry_point=name,
         tests=[TestCase(input=i, output=o) for i, o in tests],
-        reference_solution=f"def {name}(xs):\n    {body}\n", plan=plan,
+        reference_solution=f"def {name}(xs):\n    {body}\n",
+        plan=plan,
     )
 
 
 PROBLEMS = [
-    _fn(0, "add_one", "Add 1 to each number.", "1. Loop over xs.\n2. Add 1 to each number.\n3. Return the list.",
-        "return [x + 1 for x in xs]", [("[[1, 2]]", "[2, 3]"), ("[[]]", "[]"), ("[[5]]", "[6]")]),
-    _fn(1, "double_all", "Double each number.", "1. Loop over xs.\n2. Double each number.\n3. Return the list.",
-        "return [x * 2 for x in xs]", [("[[1, 2]]", "[2, 4]"), ("[[]]", "[]"), ("[[0, 3]]", "[0, 6]")]),
-    _fn(2, "keep_even", "Keep the even numbers.", "1. Loop over xs.\n2. Keep even numbers.\n3. Return the list.",
-        "return [x for x in xs if x % 2 == 0]", [("[[1, 2, 4]]", "[2, 4]"), ("[[3]]", "[]")]),
-    _fn(3, "sum_all", "Sum the numbers.", "1. Start at 0.\n2. Add each number.\n3. Return the total.",
-        "return sum(xs)", [("[[1, 2]]", "3"), ("[[]]", "0"), ("[[4, 4]]", "8")]),
+    _fn(
+        0,
+        "add_one",
+        "Add 1 to each number.",
+        "1. Loop over xs.\n2. Add 1 to each number.\n3. Return the list.",
+        "return [x + 1 for x in xs]",
+        [("[[1, 2]]", "[2, 3]"), ("[[]]", "[]"), ("[[5]]", "[6]")],
+    ),
+    _fn(
+        1,
+        "double_all",
+        "Double each number.",
+        "1. Loop over xs.\n2. Double each number.\n3. Return the list.",
+        "return [x * 2 for x in xs]",
+        [("[[1, 2]]", "[2, 4]"), ("[[]]", "[]"), ("[[0, 3]]", "[0, 6]")],
+    ),
+    _fn(
+        2,
+        "keep_even",
+        "Keep the even numbers.",
+        "1. Loop over xs.\n2. Keep even numbers.\n3. Return the list.",
+        "return [x for x in xs if x % 2 == 0]",
+        [("[[1, 2, 4]]", "[2, 4]"), ("[[3]]", "[]")],
+    ),
+    _fn(
+        3,
+        "sum_all",
+        "Sum the numbers.",
+        "1. Start at 0.\n2. Add each number.\n3. Return the total.",
+        "return sum(xs)",
+        [("[[1, 2]]", "3"), ("[[]]", "0"), ("[[4, 4]]", "8")],
+    ),
 ]
 
 
@@ -73,7 +120,10 @@ PAIRS = {
     "tiny/0": ("def step(x):\n    return x + 1", "def add_one(xs):\n    return [step(x) for x in xs]"),
     "tiny/1": ("def step(x):\n    return x * 2", "def double_all(xs):\n    return [step(x) for x in xs]"),
     "tiny/2": ("def keep(x):\n    return x % 2 == 0", "def keep_even(xs):\n    return [x for x in xs if keep(x)]"),
-    "tiny/3": ("def add(a, b):\n    return a + b", "def sum_all(xs):\n    t = 0\n    for x in xs:\n        t = add(t, x)\n    return t"),
+    "tiny/3": (
+        "def add(a, b):\n    return a + b",
+        "def sum_all(xs):\n    t = 0\n    for x in xs:\n        t = add(t, x)\n    return t",
+    ),
 }
 
 
@@ -100,17 +150,25 @@ def tiny_tokenizer():
 
     planner, coder = sft_texts()
     helper, main = magrpo_texts()
-    return train_bpe_tokenizer([a + b for a, b in planner + coder + helper + main] * 4, vocab_size=400,
-                               min_frequency=1)
+    return train_bpe_tokenizer([a + b for a, b in planner + coder + helper + main] * 4, vocab_size=400, min_frequency=1)
 
 
 def quick_sft(pairs, tok, steps: int, seed: int) -> Qwen2ForCausalLM:
     """Completion-only next-token training on ``pairs``; a few seconds on CPU."""
     torch.manual_seed(seed)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      tie_word_embeddings=False, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
-                      bos_token_id=tok.eos_token_id)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=False,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.eos_token_id,
+    )
     model = Qwen2ForCausalLM(cfg)
     rows = []
     for prompt, completion in pairs:

@@ -11,8 +11,16 @@ from corecode.training.rollout import LossConfig, Sample, policy_loss_backward
 
 def _model():
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, pad_token_id=0, eos_token_id=1)
+    cfg = Qwen2Config(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     return Qwen2ForCausalLM(cfg)
 
 
@@ -65,8 +73,11 @@ def test_skipping_zero_advantage_sequences_keeps_the_gradient(loss_type):
     grads, stats = [], []
     for skip in (False, True):
         m = _model()
-        stats.append(policy_loss_backward(m, samples, adv, LossConfig(loss_type, max_completion_length=10), 0, 1,
-                                          skip_zero_advantage=skip))
+        stats.append(
+            policy_loss_backward(
+                m, samples, adv, LossConfig(loss_type, max_completion_length=10), 0, 1, skip_zero_advantage=skip
+            )
+        )
         grads.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
     assert grads[0].abs().sum() > 0
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
@@ -76,8 +87,9 @@ def test_skipping_zero_advantage_sequences_keeps_the_gradient(loss_type):
 def test_all_zero_advantages_skip_every_pass_and_leave_zero_gradients():
     calls = []
     m = _model()
-    policy_loss_backward(m, SAMPLES, torch.zeros(2), LossConfig("grpo"), 0, 8, backward=calls.append,
-                         skip_zero_advantage=True)
+    policy_loss_backward(
+        m, SAMPLES, torch.zeros(2), LossConfig("grpo"), 0, 8, backward=calls.append, skip_zero_advantage=True
+    )
     assert calls == []  # no forward/backward ran
     assert all(p.grad is not None and not p.grad.any() for p in m.parameters())
 

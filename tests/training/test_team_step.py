@@ -44,9 +44,20 @@ def sandbox():
 
 
 def _params(tmp_path, **kw):
-    base = dict(problems_per_step=2, num_plans=2, num_programs=3, max_plan_tokens=40, max_code_tokens=48,
-                max_steps=1, eval_steps=0, eval_problems=4, learning_rate=1e-3, temperature=1.2,
-                checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
+    base = dict(
+        problems_per_step=2,
+        num_plans=2,
+        num_programs=3,
+        max_plan_tokens=40,
+        max_code_tokens=48,
+        max_steps=1,
+        eval_steps=0,
+        eval_problems=4,
+        learning_rate=1e-3,
+        temperature=1.2,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        log_path=str(tmp_path / "log.json"),
+    )
     return team_params(**{**base, **kw})
 
 
@@ -72,9 +83,19 @@ def test_team_step_updates_both_roles_logs_and_measures_collaboration_gain(team_
 
     log = json.loads(Path(p.log_path).read_text())
     step = log[0]
-    for key in ("reward/planner", "reward/coder", "pass_rate/coder", "planner/adv_std", "coder/zero_std_frac",
-                "planner/kl", "coder/entropy", "coder/completion_len_mean", "step_time_s", "tokens_per_s",
-                "sandbox_time_share"):
+    for key in (
+        "reward/planner",
+        "reward/coder",
+        "pass_rate/coder",
+        "planner/adv_std",
+        "coder/zero_std_frac",
+        "planner/kl",
+        "coder/entropy",
+        "coder/completion_len_mean",
+        "step_time_s",
+        "tokens_per_s",
+        "sandbox_time_share",
+    ):
         assert key in step, key
     assert 0.0 <= step["sandbox_time_share"] <= 1.0
     assert step["planner/zero_std_frac"] < 1.0 or step["coder/zero_std_frac"] < 1.0
@@ -90,8 +111,9 @@ def test_team_step_updates_both_roles_logs_and_measures_collaboration_gain(team_
 def test_alternate_schedule_freezes_the_other_role(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     before = weights(planner[0]), weights(coder[0])
-    trainer = TeamGRPOTrainer(_params(tmp_path, schedule="alternate", alternate_every=1, eval_problems=0),
-                              planner, coder, PROBLEMS, sandbox)
+    trainer = TeamGRPOTrainer(
+        _params(tmp_path, schedule="alternate", alternate_every=1, eval_problems=0), planner, coder, PROBLEMS, sandbox
+    )
     try:
         assert trainer.updating(0) == ["planner"] and trainer.updating(1) == ["coder"]
         metrics = trainer.train_step()
@@ -105,8 +127,9 @@ def test_alternate_schedule_freezes_the_other_role(team_dir, sandbox, tmp_path):
 def test_frozen_role_is_sampled_but_never_updated(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     before = weights(planner[0]), weights(coder[0])
-    trainer = TeamGRPOTrainer(_params(tmp_path, frozen_roles=["planner"], eval_problems=0), planner, coder, PROBLEMS,
-                              sandbox)
+    trainer = TeamGRPOTrainer(
+        _params(tmp_path, frozen_roles=["planner"], eval_problems=0), planner, coder, PROBLEMS, sandbox
+    )
     try:
         assert trainer.updating(0) == ["coder"] and trainer.updating(1) == ["coder"]
         metrics = trainer.train_step()
@@ -122,9 +145,19 @@ def test_frozen_role_is_sampled_but_never_updated(team_dir, sandbox, tmp_path):
 def test_magrpo_step_updates_helper_and_main(sandbox, tmp_path):
     helper, main = (load_role_model(str(d)) for d in build_team(tmp_path / "sft", magrpo=True))
     before = weights(helper[0]), weights(main[0])
-    p = magrpo_params(num_generations=4, max_helper_tokens=48, max_main_tokens=48, max_steps=1, eval_steps=0,
-                      eval_problems=4, learning_rate=1e-3, temperature=1.2, loss_type="dapo",
-                      checkpoint_dir=str(tmp_path / "ckpt"), log_path=str(tmp_path / "log.json"))
+    p = magrpo_params(
+        num_generations=4,
+        max_helper_tokens=48,
+        max_main_tokens=48,
+        max_steps=1,
+        eval_steps=0,
+        eval_problems=4,
+        learning_rate=1e-3,
+        temperature=1.2,
+        loss_type="dapo",
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        log_path=str(tmp_path / "log.json"),
+    )
     trainer = MAGRPOTrainer(p, helper, main, PROBLEMS, sandbox, val_problems=PROBLEMS[:2])
     try:
         final = trainer.train(progress=False)
@@ -172,15 +205,21 @@ def test_lora_roles_train_adapters_only_and_save_merged_models(team_dir, sandbox
 
 
 def test_shared_base_with_one_adapter_per_role(sandbox, tmp_path):
-    from transformers import AutoModelForCausalLM
-
-    from transformers import set_seed
+    from transformers import AutoModelForCausalLM, set_seed
 
     base = load_role_model(str(build_shared_base(tmp_path / "sft")))  # one model SFT'd on both roles' rows
     sft = weights(base[0])
     set_seed(0)
-    p = _params(tmp_path, shared_base=True, lora_r=4, beta=0.04, learning_rate=1e-2, eval_problems=0,
-                problems_per_step=4, num_programs=4)
+    p = _params(
+        tmp_path,
+        shared_base=True,
+        lora_r=4,
+        beta=0.04,
+        learning_rate=1e-2,
+        eval_problems=0,
+        problems_per_step=4,
+        num_programs=4,
+    )
     trainer = TeamGRPOTrainer(p, base, base, PROBLEMS, sandbox)
     try:
         assert trainer.roles["planner"].model is trainer.roles["coder"].model
@@ -212,8 +251,10 @@ def _write_sft_rows(path: Path, pairs) -> str:
 
 def _nll(model, tokenizer, pairs) -> float:
     with torch.no_grad():
-        return sum(float(model(**(enc := tokenizer(a + b, return_tensors="pt")), labels=enc["input_ids"]).loss)
-                   for a, b in pairs) / len(pairs)
+        return sum(
+            float(model(**(enc := tokenizer(a + b, return_tensors="pt")), labels=enc["input_ids"]).loss)
+            for a, b in pairs
+        ) / len(pairs)
 
 
 def test_ptx_term_trains_on_the_roles_sft_data(team_dir, sandbox, tmp_path):
@@ -226,8 +267,18 @@ def test_ptx_term_trains_on_the_roles_sft_data(team_dir, sandbox, tmp_path):
     _, coder_rows = sft_texts()
     data = {"coder": _write_sft_rows(tmp_path / "coder.jsonl", coder_rows)}
     nll_before = _nll(coder[0], coder[1], coder_rows)
-    p = _params(tmp_path, frozen_roles=["planner"], num_plans=1, num_programs=1, eval_problems=0, max_steps=3,
-                ptx_coef=1.0, ptx_data=data, ptx_batch_size=4, learning_rate=3e-3)
+    p = _params(
+        tmp_path,
+        frozen_roles=["planner"],
+        num_plans=1,
+        num_programs=1,
+        eval_problems=0,
+        max_steps=3,
+        ptx_coef=1.0,
+        ptx_data=data,
+        ptx_batch_size=4,
+        learning_rate=3e-3,
+    )
     trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
     try:
         metrics = [trainer.train_step() for _ in range(3)]
