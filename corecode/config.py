@@ -106,17 +106,24 @@ def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def load_params(path: str | Path = PARAMS_FILE, overrides: dict[str, Any] | list[str] | None = None) -> Params:
-    """Read and validate a params file. ``overrides`` are ``{"sft.max_steps": 10}`` or ``["sft.max_steps=10"]``."""
+def read_params_tree(path: str | Path) -> dict:
+    """The raw mapping of sections in a params (or profile) file, before validation."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError(f"{path}: params file not found")
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: top level must be a mapping of sections")
+        raise ConfigError(f"{path}: top level must be a mapping of params sections")
+    return raw
+
+
+def load_params(path: str | Path = PARAMS_FILE, overrides: dict[str, Any] | list[str] | None = None) -> Params:
+    """Read and validate a params file. ``overrides`` are ``{"sft.max_steps": 10}`` or ``["sft.max_steps=10"]``."""
+    path = Path(path)
+    raw = read_params_tree(path)
     if overrides:
         items = overrides.items() if isinstance(overrides, dict) else (_split_override(o) for o in overrides)
         for k, v in items:

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from corecode.config import ConfigError, read_params_tree
 from corecode.paths import PARAMS_FILE
 
 PROFILES_DIR = Path("configs/profiles")
@@ -75,7 +76,7 @@ PROFILES: dict[str, dict[str, object]] = {
 }
 
 
-class ProfileError(ValueError):
+class ProfileError(ConfigError):
     """A profile that cannot be applied; the message names the file (or ``--set``) and the key."""
 
 
@@ -100,15 +101,10 @@ def _nest(dotted: dict[str, Any]) -> dict:
 
 
 def _read_tree(path: Path) -> dict:
-    if not path.is_file():
-        raise ProfileError(f"{path}: file not found")
     try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ProfileError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(tree, dict):
-        raise ProfileError(f"{path}: top level must be a mapping of params sections")
-    return tree
+        return read_params_tree(path)
+    except ConfigError as e:
+        raise ProfileError(str(e)) from None
 
 
 def profile_name(profile: str | Path) -> str:

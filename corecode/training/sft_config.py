@@ -95,7 +95,7 @@ class SFTParams(BaseModel):
     torch_threads: int | None = Field(
         None,
         description="torch.set_num_threads for CPU training (None = torch's default, one per core). On a CPU shared "
-        "with other busy processes 1 thread was measured 4x faster than 2 (OpenMP threads spin-wait).",
+        "with other busy processes 1 thread is faster than 2 (OpenMP threads spin-wait; docs/benchmarks.md).",
     )
     check_problems: str = Field(
         "data/processed/composite_val.jsonl",
