@@ -145,8 +145,6 @@ def test_collaboration_gain_arm_takes_its_own_sample_count(tmp_path, monkeypatch
                     "benchmarks": [str(bench)],
                     "n_samples": 3,
                     "ks": [1, 3],
-                    "methods": ["duo"],
-                    "comparisons": [],
                     "collaboration_gain_benchmarks": [str(bench)],
                     "collaboration_gain_n_samples": 1,
                 },
