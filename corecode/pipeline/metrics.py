@@ -90,8 +90,7 @@ def collect_metrics(
                     "n_problems": res.n_problems,
                 }
             )
-    comparisons = rows
-    metrics = {"methods": methods, "comparisons": comparisons}
+    metrics = {"methods": methods, "comparisons": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     # Runtime and memory of passing code vary from run to run: a file of their own keeps metrics.json reproducible.

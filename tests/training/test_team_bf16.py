@@ -7,7 +7,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import PROBLEMS, build_team, team_params, weights  # noqa: E402
+from test_team_fixtures import PROBLEMS, build_team, one_step_params, weights  # noqa: E402
 
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
@@ -39,21 +39,7 @@ def test_bf16_trains_fp32_masters_and_samples_from_synced_bf16_copies(tmp_path):
     assert planner[0].dtype == coder[0].dtype == torch.float32  # master weights stay fp32
     before = weights(planner[0])
     set_seed(0)
-    p = team_params(
-        problems_per_step=2,
-        num_plans=2,
-        num_programs=3,
-        max_plan_tokens=40,
-        max_code_tokens=48,
-        max_steps=1,
-        eval_steps=0,
-        eval_problems=0,
-        learning_rate=1e-3,
-        temperature=1.2,
-        bf16=True,
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        log_path=str(tmp_path / "log.json"),
-    )
+    p = one_step_params(tmp_path, eval_problems=0, bf16=True)
     with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
         trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
         try:
@@ -90,20 +76,7 @@ def test_non_finite_gradient_skips_the_update(tmp_path, monkeypatch):
         return stats
 
     monkeypatch.setattr(team_grpo, "policy_loss_backward", coder_grad_goes_nan)
-    p = team_params(
-        problems_per_step=2,
-        num_plans=2,
-        num_programs=3,
-        max_plan_tokens=40,
-        max_code_tokens=48,
-        max_steps=1,
-        eval_steps=0,
-        eval_problems=0,
-        learning_rate=1e-3,
-        temperature=1.2,
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        log_path=str(tmp_path / "log.json"),
-    )
+    p = one_step_params(tmp_path, eval_problems=0)
     with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
         trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
         try:

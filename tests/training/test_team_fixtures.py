@@ -60,6 +60,26 @@ def team_params(lora_r: int | None = None, **kw) -> TeamGRPOParams:
     return TeamGRPOParams(**{**TINY_TEAM, **_lora(lora_r), **kw})
 
 
+def one_step_params(tmp_path: Path, **kw) -> TeamGRPOParams:
+    """One update on tiny groups (2 problems x 2 plans x 3 programs) at a high rate and temperature, logged and
+    checkpointed under ``tmp_path``: what the single-step trainer tests run."""
+    base = dict(
+        problems_per_step=2,
+        num_plans=2,
+        num_programs=3,
+        max_plan_tokens=40,
+        max_code_tokens=48,
+        max_steps=1,
+        eval_steps=0,
+        eval_problems=4,
+        learning_rate=1e-3,
+        temperature=1.2,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        log_path=str(tmp_path / "log.json"),
+    )
+    return team_params(**{**base, **kw})
+
+
 def magrpo_params(lora_r: int | None = None, **kw) -> MAGRPOParams:
     """MAGRPO settings for tests: TINY_TWO_ROLE, then ``kw``."""
     return MAGRPOParams(**{**TINY_TWO_ROLE, **_lora(lora_r), **kw})

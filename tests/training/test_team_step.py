@@ -8,7 +8,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import PROBLEMS, build_shared_base, build_team, magrpo_params, team_params, weights  # noqa: E402
+from test_team_fixtures import PROBLEMS, build_shared_base, build_team, magrpo_params, one_step_params, weights  # noqa: E402
 
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
 from corecode.training.grpo_config import TeamGRPOParams  # noqa: E402
@@ -43,24 +43,6 @@ def sandbox():
         yield sb
 
 
-def _params(tmp_path, **kw):
-    base = dict(
-        problems_per_step=2,
-        num_plans=2,
-        num_programs=3,
-        max_plan_tokens=40,
-        max_code_tokens=48,
-        max_steps=1,
-        eval_steps=0,
-        eval_problems=4,
-        learning_rate=1e-3,
-        temperature=1.2,
-        checkpoint_dir=str(tmp_path / "ckpt"),
-        log_path=str(tmp_path / "log.json"),
-    )
-    return team_params(**{**base, **kw})
-
-
 def _changed(before, model):
     return any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
 
@@ -70,7 +52,7 @@ def test_team_step_updates_both_roles_logs_and_measures_collaboration_gain(team_
 
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     before = weights(planner[0]), weights(coder[0])
-    p = _params(tmp_path, beta=0.04)
+    p = one_step_params(tmp_path, beta=0.04)
     trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0, val_problems=PROBLEMS)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     try:
@@ -112,7 +94,11 @@ def test_alternate_schedule_freezes_the_other_role(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     before = weights(planner[0]), weights(coder[0])
     trainer = TeamGRPOTrainer(
-        _params(tmp_path, schedule="alternate", alternate_every=1, eval_problems=0), planner, coder, PROBLEMS, sandbox
+        one_step_params(tmp_path, schedule="alternate", alternate_every=1, eval_problems=0),
+        planner,
+        coder,
+        PROBLEMS,
+        sandbox,
     )
     try:
         assert trainer.updating(0) == ["planner"] and trainer.updating(1) == ["coder"]
@@ -128,7 +114,7 @@ def test_frozen_role_is_sampled_but_never_updated(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     before = weights(planner[0]), weights(coder[0])
     trainer = TeamGRPOTrainer(
-        _params(tmp_path, frozen_roles=["planner"], eval_problems=0), planner, coder, PROBLEMS, sandbox
+        one_step_params(tmp_path, frozen_roles=["planner"], eval_problems=0), planner, coder, PROBLEMS, sandbox
     )
     try:
         assert trainer.updating(0) == ["coder"] and trainer.updating(1) == ["coder"]
@@ -172,7 +158,7 @@ def test_magrpo_step_updates_helper_and_main(sandbox, tmp_path):
 
 def test_data_order_is_a_function_of_the_step(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
-    trainer = TeamGRPOTrainer(_params(tmp_path, eval_problems=0), planner, coder, PROBLEMS, sandbox, seed=3)
+    trainer = TeamGRPOTrainer(one_step_params(tmp_path, eval_problems=0), planner, coder, PROBLEMS, sandbox, seed=3)
     try:
         seen = [x.task_id for s in range(2) for x in trainer.batch_problems(s)]
         assert sorted(seen) == sorted(p.task_id for p in PROBLEMS)  # one epoch = every problem once
@@ -186,7 +172,7 @@ def test_lora_roles_train_adapters_only_and_save_merged_models(team_dir, sandbox
 
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     sft = weights(planner[0]), weights(coder[0])
-    p = _params(tmp_path, lora_r=4, beta=0.04, learning_rate=1e-2, eval_problems=0)
+    p = one_step_params(tmp_path, lora_r=4, beta=0.04, learning_rate=1e-2, eval_problems=0)
     trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
     try:
         metrics = trainer.train_step()
@@ -210,7 +196,7 @@ def test_shared_base_with_one_adapter_per_role(sandbox, tmp_path):
     base = load_role_model(str(build_shared_base(tmp_path / "sft")))  # one model SFT'd on both roles' rows
     sft = weights(base[0])
     set_seed(0)
-    p = _params(
+    p = one_step_params(
         tmp_path,
         shared_base=True,
         lora_r=4,
@@ -239,9 +225,11 @@ def test_shared_base_with_one_adapter_per_role(sandbox, tmp_path):
 def test_shared_base_needs_lora(team_dir, sandbox, tmp_path):
     base = load_role_model(str(team_dir[1]))
     with pytest.raises(ValueError, match="lora.enabled"):
-        TeamGRPOTrainer(_params(tmp_path).model_copy(update={"shared_base": True}), base, base, PROBLEMS, sandbox)
+        TeamGRPOTrainer(
+            one_step_params(tmp_path).model_copy(update={"shared_base": True}), base, base, PROBLEMS, sandbox
+        )
     with pytest.raises(ValueError, match="lora.enabled"):
-        _params(tmp_path, shared_base=True)
+        one_step_params(tmp_path, shared_base=True)
 
 
 def _write_sft_rows(path: Path, pairs) -> str:
@@ -267,7 +255,7 @@ def test_ptx_term_trains_on_the_roles_sft_data(team_dir, sandbox, tmp_path):
     _, coder_rows = sft_texts()
     data = {"coder": _write_sft_rows(tmp_path / "coder.jsonl", coder_rows)}
     nll_before = _nll(coder[0], coder[1], coder_rows)
-    p = _params(
+    p = one_step_params(
         tmp_path,
         frozen_roles=["planner"],
         num_plans=1,
@@ -294,9 +282,11 @@ def test_ptx_data_errors_name_the_file_and_line(team_dir, sandbox, tmp_path):
     planner, coder = (load_role_model(str(d)) for d in team_dir)
     bad = tmp_path / "coder.jsonl"
     bad.write_text('{"prompt": "a", "completion": "b"}\n{"prompt": "a"}\n')
-    p = _params(tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(bad)})
+    p = one_step_params(tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(bad)})
     with pytest.raises(ValueError, match=r"coder\.jsonl:2: .*completion"):
         TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
-    p = _params(tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(tmp_path / "missing.jsonl")})
+    p = one_step_params(
+        tmp_path, frozen_roles=["planner"], ptx_coef=1.0, ptx_data={"coder": str(tmp_path / "missing.jsonl")}
+    )
     with pytest.raises(FileNotFoundError, match="missing.jsonl"):
         TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
