@@ -57,3 +57,123 @@ def make_tiny_checkpoint(
             torch.set_num_threads(threads)
         model.save_pretrained(out_dir)
     return out_dir
+
+
+# --------------------------------------------------------------------------------------- stand-in hub checkpoints
+# Qwen2.5-Coder's published shapes (config.json of each hub repo), for random-weight stand-ins where no hub is
+# reachable: the memory and time of a stage depend on the shape, not on the weights.
+QWEN25_CODER_SHAPES: dict[str, dict] = {
+    "tiny": dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=0,
+        tie_word_embeddings=True,
+        max_position_embeddings=1024,
+    ),
+    "1.5b": dict(
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "3b": dict(
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_hidden_layers=36,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "7b": dict(
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        vocab_size=152064,
+        tie_word_embeddings=False,
+    ),
+    "14b": dict(
+        hidden_size=5120,
+        intermediate_size=13824,
+        num_hidden_layers=48,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        vocab_size=152064,
+        tie_word_embeddings=False,
+    ),
+}
+QWEN_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# ChatML as Qwen2.5's instruct tokenizers render it (system turn added when the conversation has none).
+QWEN_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def qwen_style_tokenizer(tokenizer, instruct: bool):
+    """``tokenizer`` given Qwen's special tokens: pad <|endoftext|>; EOS <|im_end|> and a ChatML template (instruct)
+    or EOS <|endoftext|> and no template (base), as the hub's Qwen2.5-Coder tokenizers have them."""
+    tokenizer.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIAL_TOKENS[1:])})
+    tokenizer.add_special_tokens({"pad_token": QWEN_SPECIAL_TOKENS[0]})
+    tokenizer.eos_token = "<|im_end|>" if instruct else "<|endoftext|>"
+    tokenizer.chat_template = QWEN_CHAT_TEMPLATE if instruct else None
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def make_qwen_standin(
+    out_dir: str | Path,
+    tokenizer,
+    shape: str = "tiny",
+    instruct: bool = True,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.bfloat16,
+    seed: int = 0,
+) -> Path:
+    """Write a random-weight checkpoint of a Qwen2.5-Coder shape (``QWEN25_CODER_SHAPES``) with a Qwen-style
+    tokenizer built from ``tokenizer`` to ``out_dir``, as ``save_pretrained`` would leave a hub download.
+
+    The model's vocabulary keeps the real shape's size (rows past the tokenizer's are never produced by it, as in the
+    hub checkpoints, whose embedding is padded too); ``tiny`` sizes it to the tokenizer. Built on ``device``, so a
+    7B/14B stand-in is initialised on the GPU in seconds.
+    """
+    from transformers import Qwen2Config, Qwen2ForCausalLM, set_seed
+
+    out_dir = Path(out_dir)
+    tok = qwen_style_tokenizer(tokenizer, instruct)
+    shape_kwargs = dict(QWEN25_CODER_SHAPES[shape])
+    shape_kwargs["vocab_size"] = max(shape_kwargs["vocab_size"], len(tok))
+    config = Qwen2Config(
+        **shape_kwargs,
+        rope_theta=1_000_000.0,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.convert_tokens_to_ids(QWEN_SPECIAL_TOKENS[0]),
+    )
+    set_seed(seed)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = Qwen2ForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir
