@@ -11,9 +11,12 @@ not the sandbox or a model's skill:
   plan = 64 programs x 256 tokens; group advantages at both levels; both models updated (AdamW). Generation uses a
   static KV cache (``grpo.team.static_cache``), which transformers compiles. Median over steps 2..N.
 
-Prints both medians and team/TRL. ``--tiny`` is a CPU smoke run (tiny model, short completions, 2 steps).
+``--shape 1.5b`` (or ``3b``) swaps the model for a random-weight Qwen2.5-Coder body of that shape (its 151,936-row
+vocabulary included), the same on both sides. Prints both medians and team/TRL.
+``--tiny`` is a CPU smoke run (tiny model, short completions, 2 steps).
 Needs only torch, transformers, trl and datasets (the device image lacks pydantic, so corecode's package
-``__init__`` files that pull it in are bypassed below).
+``__init__`` files that pull it in are bypassed below); ``--shape`` other than ``anchor`` imports corecode.models,
+which needs pydantic too.
 """
 
 from __future__ import annotations
@@ -80,8 +83,12 @@ def tokenizer(path: str | None, tiny: bool) -> PreTrainedTokenizerFast:
     return tok
 
 
-def make_model(tok, tiny: bool, device: str, dtype) -> Qwen2ForCausalLM:
-    if tiny:
+def make_model(tok, tiny: bool, device: str, dtype, shape: str = "anchor") -> Qwen2ForCausalLM:
+    if shape != "anchor":  # a Qwen2.5-Coder shape (corecode.models.testing), its real vocabulary size included
+        from corecode.models.testing import QWEN25_CODER_SHAPES
+
+        cfg = Qwen2Config(**{**QWEN25_CODER_SHAPES[shape], "max_position_embeddings": 4096})
+    elif tiny:
         cfg = Qwen2Config(
             vocab_size=len(tok),
             hidden_size=64,
@@ -214,6 +221,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="/work/shared/anchors/tok32k.json", help="tok32k.json (else one is trained)")
     ap.add_argument("--no-static-cache", dest="static_cache", action="store_false")
     ap.add_argument("--only", choices=["team", "trl"], default=None)
+    ap.add_argument("--shape", choices=["anchor", "1.5b", "3b"], default="anchor", help="model shape (anchor: 0.39B)")
     ap.add_argument("--json", default=os.environ.get("GRPO_STEP_JSON"), help="write results here too")
     a = ap.parse_args()
     a.device = "cuda" if torch.cuda.is_available() and not a.tiny else "cpu"
@@ -225,6 +233,7 @@ def main() -> None:
     tok = tokenizer(None if a.tiny else a.tokenizer, a.tiny)
     res = {
         "device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
+        "shape": a.shape,
         "steps": a.steps,
         "static_cache": a.static_cache,
         "completions": 64,
@@ -232,14 +241,14 @@ def main() -> None:
         "plan_tokens": a.plan_tokens,
     }
     if a.only != "trl":
-        planner, coder = make_model(tok, a.tiny, a.device, dtype), make_model(tok, a.tiny, a.device, dtype)
+        planner, coder = (make_model(tok, a.tiny, a.device, dtype, a.shape) for _ in range(2))
         res["team_step_s"], res["team_info"] = team_steps(planner, coder, tok, a)
         res["team_step_s_median"] = median_after_first(res["team_step_s"])
         del planner, coder
         if a.device == "cuda":
             torch.cuda.empty_cache()
     if a.only != "team":
-        model = make_model(tok, a.tiny, a.device, dtype)
+        model = make_model(tok, a.tiny, a.device, dtype, a.shape)
         res["trl_step_s"] = trl_steps(model, tok, a)
         res["trl_step_s_median"] = median_after_first(res["trl_step_s"])
     if "team_step_s_median" in res and "trl_step_s_median" in res:
