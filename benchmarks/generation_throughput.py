@@ -11,6 +11,11 @@ on the static path) and then the best of ``--repeats`` timed calls; tokens/s cou
     python benchmarks/generation_throughput.py --model data/checkpoints/base --batch-sizes 64 --new-tokens 128
                                                                     # any checkpoint instead of the anchor body
 
+Each figure is also given as a fraction of the memory-bandwidth bound of decoding: every decode step reads the weights
+once (the LM head included, the input embedding's B rows not) and each row's KV cache (at its mean length over the
+run, prompt + new_tokens / 2), so B rows can make at most B x bandwidth / bytes-per-step tokens a second. The card's
+bandwidth is its datasheet figure (H100 SXM 3.35 TB/s, H200 4.8 TB/s; --bandwidth-gbs for another card).
+
 Prints one line per measurement and a JSON summary last (also written to --json-out when given).
 """
 
@@ -128,6 +133,23 @@ def time_corecode(model, tok, batch: int, new_tokens: int, repeats: int, mode: s
     return produced / best
 
 
+DATASHEET_BANDWIDTH_GBS = {"H100": 3350, "H200": 4800}
+
+
+def decode_bound_tokens_per_s(model, batch: int, prompt_len: float, new_tokens: int, bandwidth_gbs: float) -> float:
+    """Tokens/s if every decode step only had to read the weights and the KV cache at the card's bandwidth."""
+    cfg = model.config
+    params = {id(w): w for w in model.parameters()}.values()
+    weight_bytes = sum(w.numel() * w.element_size() for w in params)
+    embed = model.get_input_embeddings().weight
+    if not cfg.tie_word_embeddings:  # the input table is gathered (B rows), not read whole
+        weight_bytes -= embed.numel() * embed.element_size()
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv_per_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head_dim * embed.element_size()
+    step_bytes = weight_bytes + batch * kv_per_token * (prompt_len + new_tokens / 2)
+    return batch * bandwidth_gbs * 1e9 / step_bytes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="CPU smoke run: tiny model, B=4, 16 new tokens.")
@@ -143,6 +165,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", default=None, help="Path to tok32k.json (default: shared/anchors/).")
     ap.add_argument("--model", default=None, help="Measure this checkpoint (save_pretrained dir) instead.")
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--bandwidth-gbs", type=float, default=None, help="card's memory bandwidth (default: datasheet)")
     args = ap.parse_args()
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -163,10 +186,21 @@ def main() -> None:
         "new_tokens": new_tokens,
         "torch": torch.__version__,
     }
+    bandwidth = args.bandwidth_gbs or next((v for k, v in DATASHEET_BANDWIDTH_GBS.items() if k in res["device"]), None)
+    res["bandwidth_GBs"] = bandwidth
+
+    def bound_fraction(key: str, tps: float, batch: int) -> str:
+        if not bandwidth:
+            return ""
+        prompt_len = sum(len(ids) for ids in tok(prompts_for(batch))["input_ids"]) / batch
+        frac = tps / decode_bound_tokens_per_s(model, batch, prompt_len, new_tokens, bandwidth)
+        res[f"{key}_bw_bound_frac"] = round(frac, 3)
+        return f" ({frac:.0%} of the bandwidth bound)"
+
     for batch in batch_sizes:
         plain = time_plain(model, tok, batch, new_tokens, args.repeats)
         res[f"plain_generate_B{batch}_tok_per_s"] = round(plain)
-        print(f"B={batch} plain generate: {plain:,.0f} tok/s", flush=True)
+        print(f"B={batch} plain generate: {plain:,.0f} tok/s{bound_fraction(f'plain_generate_B{batch}', plain, batch)}")
         for mode in args.modes:
             key = f"corecode_{mode}_B{batch}"
             try:
@@ -177,7 +211,8 @@ def main() -> None:
                 continue
             res[f"{key}_tok_per_s"] = round(tps)
             res[f"{key}_vs_plain"] = round(tps / plain, 2)
-            print(f"B={batch} corecode {mode}: {tps:,.0f} tok/s = {tps / plain:.2f}x plain", flush=True)
+            bound = bound_fraction(key, tps, batch)
+            print(f"B={batch} corecode {mode}: {tps:,.0f} tok/s = {tps / plain:.2f}x plain{bound}", flush=True)
     print(json.dumps(res, indent=1))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
