@@ -3,8 +3,8 @@
 Names: ``humaneval``; ``composite`` (with ``split``) or ``composite_train|composite_val|composite_test`` (read from
 ``data/processed/composite_<split>.jsonl`` when ``build-data`` has written it, else generated from params); the keys of
 ``data.sources`` in params.yaml; and the loader names ``mbpp``, ``humaneval_plus``, ``mbpp_plus``, ``livecodebench``,
-``code_contests``, ``apps``, ``codeforces`` (read from their hub ids: no hub is reachable on the CPU box, so configure a
-local path through ``data.sources`` there).
+``livebench``, ``code_contests``, ``apps``, ``codeforces`` (their test splits, read from their hub ids; where no hub is
+reachable, configure a local path under the same name in ``data.sources``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,22 @@ from corecode.paths import PROCESSED
 
 
 def _loader(kind: str) -> Callable[..., list[Problem]]:
-    from corecode.data.loaders import apps, code_contests, codeforces, evalplus, humaneval, livecodebench, mbpp
+    from corecode.data.loaders import (
+        apps,
+        code_contests,
+        codeforces,
+        evalplus,
+        humaneval,
+        livebench,
+        livecodebench,
+        mbpp,
+    )
 
     return {
         "mbpp": mbpp.load_mbpp,
         "evalplus": evalplus.load_evalplus,
         "livecodebench": livecodebench.load_livecodebench,
+        "livebench": livebench.load_livebench,
         "code_contests": code_contests.load_code_contests,
         "apps": apps.load_apps,
         "codeforces": codeforces.load_codeforces,
@@ -36,8 +46,10 @@ HUB_DEFAULTS: dict[str, SourceSpec] = {
     "mbpp": SourceSpec(loader="mbpp", path="google-research-datasets/mbpp", name="full", split="test", role="eval"),
     "humaneval_plus": SourceSpec(loader="evalplus", path="evalplus/humanevalplus", split="test", role="eval"),
     "mbpp_plus": SourceSpec(loader="evalplus", path="evalplus/mbppplus", split="test", role="eval"),
-    "livecodebench": SourceSpec(loader="livecodebench", path="livecodebench/code_generation_lite", split="test",
-                                role="eval"),
+    "livecodebench": SourceSpec(
+        loader="livecodebench", path="livecodebench/code_generation_lite", split="test", role="eval"
+    ),
+    "livebench": SourceSpec(loader="livebench", path="livebench/coding", split="test", role="eval"),
     "code_contests": SourceSpec(loader="code_contests", path="deepmind/code_contests", split="test", role="eval"),
     "apps": SourceSpec(loader="apps", path="codeparrot/apps", split="test", role="eval"),
     "codeforces": SourceSpec(loader="codeforces", path="open-r1/codeforces", split="test", role="eval"),
@@ -57,7 +69,10 @@ def load_source(name: str, spec: SourceSpec) -> list[Problem]:
 
 
 def load_benchmark(
-    name: str, split: str | None = None, params: DataParams | None = None, seed: int | None = None,
+    name: str,
+    split: str | None = None,
+    params: DataParams | None = None,
+    seed: int | None = None,
     processed_dir: str | Path = PROCESSED,
 ) -> list[Problem]:
     """Problems of benchmark ``name`` (see the module docstring). ``params``/``seed`` default to params.yaml's."""

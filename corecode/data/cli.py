@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate-data")
     def validate_data_cmd(
-        names: list[str] = typer.Argument(None, help="Datasets to check (default: data.validation.datasets)."),
+        names: list[str] = typer.Argument(
+            None, help="Datasets to check (default: data.validation.datasets, the train sources' RL files <name>_rl)."
+        ),
         params: Path = PARAMS_OPTION,
         processed_dir: Path = typer.Option(PROCESSED, help="Where the JSONL datasets are."),
         reports_dir: Path = typer.Option(REPORTS, help="GX reports go to <reports_dir>/gx/."),

@@ -20,7 +20,8 @@ class CompositeParams(BaseModel):
     n_val: int = Field(200, ge=0, description="Number of validation problems (same distribution as train, disjoint).")
     n_test: int = Field(1000, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
     n_rl: int = Field(
-        600, ge=0,
+        600,
+        ge=0,
         description="Problems of the `rl` split (composite_rl.jsonl): tests only, for the GRPO stages; no SFT row is "
         "built from them. Their step sequences occur in no other split (new compositions of seen steps and pairs; "
         "held-out pairs stay held out, chains stay within train_max_steps). 0 = no rl split.",
@@ -37,7 +38,9 @@ class CompositeParams(BaseModel):
         0.2, ge=0.0, le=1.0, description="Fraction of test problems longer than train_max_steps (rest: held-out pairs)."
     )
     test_unseen_chain_frac: float = Field(
-        0.5, ge=0.0, le=1.0,
+        0.5,
+        ge=0.0,
+        le=1.0,
         description="Fraction of test problems whose step sequence never occurs in train/val although each of its "
         "adjacent pairs does (unseen combinations of seen steps; the rest: held-out pairs).",
     )
@@ -60,7 +63,7 @@ class CompositeParams(BaseModel):
     entry_point: str = Field("solve", description="Function name of every composite problem.")
 
     @model_validator(mode="after")
-    def _check(self) -> "CompositeParams":
+    def _check(self) -> CompositeParams:
         if self.train_max_steps < self.min_steps:
             raise ValueError("train_max_steps must be >= min_steps")
         if self.test_max_steps < self.train_max_steps:
@@ -77,15 +80,23 @@ class SourceSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    loader: Literal["mbpp", "evalplus", "livecodebench", "code_contests", "apps", "codeforces", "humaneval"] = Field(
-        description="Which schema the source is in."
-    )
+    loader: Literal[
+        "mbpp", "evalplus", "livecodebench", "livebench", "code_contests", "apps", "codeforces", "humaneval"
+    ] = Field(description="Which schema the source is in.")
     path: str = Field(description="Hub dataset id or local JSONL/Parquet file or save_to_disk directory.")
     split: str | None = Field(None, description="Split of the hub/disk dataset to read (null: the loader's default).")
     name: str | None = Field(None, description="Hub config name (e.g. 'sanitized' for MBPP).")
     limit: int | None = Field(None, ge=1, description="Read at most this many rows.")
     role: Literal["train", "eval"] = Field(
         "train", description="train: goes into the SFT sets; eval: decontaminate against."
+    )
+    rl_fraction: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="A train source in data.train_sources: the fraction of its problems kept for GRPO only "
+        "(data/processed/sources/<name>_rl.jsonl, no SFT row), picked by a hash of task_id and seed; the rest give "
+        "SFT rows. 1.0: all for GRPO (a source without reference solutions and no teacher gives no SFT row anyway).",
     )
 
 
@@ -105,19 +116,75 @@ class DecontamParams(BaseModel):
     )
 
 
+class SourceLimits(BaseModel):
+    """What one external training source's data may look like: build-data keeps only what fits, the
+    great-expectations suites of validate-data check it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_prompt_chars: int = Field(ge=1, description="Longest problem statement and SFT prompt, in characters.")
+    max_completion_chars: int = Field(ge=1, description="Longest SFT completion (plan or code), in characters.")
+    min_tests: int = Field(1, ge=0, description="Fewest tests (test cases, or check-code asserts) an RL problem has.")
+    max_tests: int = Field(ge=1, description="Most tests an RL problem keeps (the first ones; the rest are cut).")
+    max_test_chars: int = Field(
+        ge=1, description="Longest test (input plus expected output, in characters) an RL problem keeps; longer: cut."
+    )
+
+
+def _source_limits() -> dict[str, SourceLimits]:
+    # Contest statements (with input/output sections and examples) run to several thousand characters; APPS,
+    # CodeContests and Codeforces have tens to hundreds of tests per problem, some of them megabytes long.
+    return {
+        "mbpp": SourceLimits(max_prompt_chars=3000, max_completion_chars=3000, max_tests=20, max_test_chars=2000),
+        "apps": SourceLimits(max_prompt_chars=8000, max_completion_chars=6000, max_tests=50, max_test_chars=20000),
+        "code_contests": SourceLimits(
+            max_prompt_chars=8000, max_completion_chars=8000, max_tests=50, max_test_chars=20000
+        ),
+        "codeforces": SourceLimits(
+            max_prompt_chars=10000, max_completion_chars=8000, max_tests=50, max_test_chars=20000
+        ),
+    }
+
+
 class ValidationParams(BaseModel):
     """Bounds the great-expectations suites check (corecode validate-data)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_prompt_chars: int = Field(2000, ge=1, description="Longest allowed SFT prompt, in characters.")
-    max_completion_chars: int = Field(2000, ge=1, description="Longest allowed SFT completion, in characters.")
+    max_prompt_chars: int = Field(2000, ge=1, description="Longest allowed SFT prompt of composite, in characters.")
+    max_completion_chars: int = Field(
+        2000, ge=1, description="Longest allowed SFT completion of composite, in characters."
+    )
+    per_source: dict[str, SourceLimits] = Field(
+        default_factory=_source_limits,
+        description="Limits of the external training sources, by loader (mbpp, apps, code_contests, codeforces); "
+        "a source missing here gets composite's prompt/completion limits and no test limits.",
+    )
     min_rows: int = Field(1, ge=1, description="Fewest rows any validated dataset/split may have.")
     datasets: list[str] = Field(
-        default_factory=lambda: ["planner", "coder", "single", "composite_train", "composite_val", "composite_test",
-                                 "composite_rl"],
-        description="Datasets `corecode validate-data` checks by default (names of data/processed/<name>.jsonl).",
+        default_factory=lambda: [
+            "planner",
+            "coder",
+            "single",
+            "composite_train",
+            "composite_val",
+            "composite_test",
+            "composite_rl",
+        ],
+        description="Datasets `corecode validate-data` checks by default (names of data/processed/<name>.jsonl); the "
+        "RL files of data.train_sources (sources/<name>_rl.jsonl, dataset <name>_rl) are checked too.",
     )
+
+    def limits(self, source: str) -> SourceLimits:
+        """The limits of ``source`` (a loader name, the ``source`` of its problems); see ``per_source``."""
+        if source in self.per_source:
+            return self.per_source[source]
+        return SourceLimits(
+            max_prompt_chars=self.max_prompt_chars,
+            max_completion_chars=self.max_completion_chars,
+            max_tests=10**9,
+            max_test_chars=10**12,
+        )
 
 
 class TeacherParams(BaseModel):
@@ -156,8 +223,10 @@ class DataParams(BaseModel):
     teacher: TeacherParams = Field(default_factory=TeacherParams, description="Teacher plans (off by default).")
 
     @model_validator(mode="after")
-    def _check_sources(self) -> "DataParams":
+    def _check_sources(self) -> DataParams:
         for name in self.train_sources:
             if name != "composite" and name not in self.sources:
                 raise ValueError(f"train_sources: {name!r} is neither 'composite' nor a key of data.sources")
+            if name != "composite" and self.sources[name].role == "eval":
+                raise ValueError(f"train_sources: {name!r} has role 'eval' in data.sources (an evaluation set)")
         return self

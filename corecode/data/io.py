@@ -7,7 +7,7 @@ files are read back by ``datasets.load_dataset("json")`` and by ``read_problems`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -51,13 +51,23 @@ def write_problems(path: str | Path, problems: Iterable[Problem]) -> int:
     return write_jsonl(path, (p.model_dump(mode="json") for p in problems))
 
 
-def read_problems(path: str | Path, limit: int | None = None) -> list[Problem]:
-    """The first ``limit`` (default: all) problems of a Problem JSONL file, such as ``corecode build-data`` writes.
+def read_problems(path: str | Path | Sequence[str | Path], limit: int | None = None) -> list[Problem]:
+    """The first ``limit`` (default: all) problems of a Problem JSONL file, such as ``corecode build-data`` writes,
+    or of a list of such files read one after the other (GRPO training on several sources).
 
     The one reader of problem files. A missing file raises ``FileNotFoundError`` (saying to run ``corecode
     build-data``); a line that is not a Problem, or a file without problems, raises ``ValueError`` naming
     ``file:line`` and the key.
     """
+    if not isinstance(path, (str, Path)):
+        problems: list[Problem] = []
+        for one in path:
+            if limit is not None and len(problems) >= limit:
+                break
+            problems += read_problems(one, None if limit is None else limit - len(problems))
+        if not problems:
+            raise ValueError("no problem files given")
+        return problems
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: problem file not found (run `corecode build-data` first)")

@@ -51,3 +51,17 @@ class Problem(BaseModel):
     float_tol: float | None = None
     time_limit_s: float | None = None
     memory_limit_mb: int | None = None
+
+
+def count_tests(p: Problem) -> int:
+    """The tests of ``p``: its test cases plus the ``assert`` lines of its check code."""
+    asserts = sum(line.lstrip().startswith("assert") for line in (p.check_code or "").splitlines())
+    return len(p.tests) + asserts
+
+
+def judgeable(p: Problem) -> bool:
+    """Whether the sandbox can judge a program for ``p``: test cases with expected outputs (or a reference solution
+    to compute them), or check code (run against the reference, so that needs one too)."""
+    if p.check_code:
+        return bool(p.reference_solution)
+    return bool(p.tests) and (bool(p.reference_solution) or all(t.output is not None for t in p.tests))

@@ -1,11 +1,12 @@
 """Teacher plans for sources without gold plans (MBPP, APPS, ...), kept only when they demonstrably help.
 
-For each problem with a reference solution and tests, a teacher model (any ``Generator``: an OpenAI-compatible HTTP
-endpoint through ``corecode.generation.openai_http`` — which rate-limits and retries with backoff — or a local HF
-model) is shown the problem *and* its reference solution and asked for ``n`` candidate plans in the project's plan
+For each problem with tests, a teacher model (any ``Generator``: an OpenAI-compatible HTTP endpoint through
+``corecode.generation.openai_http`` — which rate-limits and retries with backoff — or a local HF model) is shown the
+problem, *and* its reference solution where it has one, and asked for ``n`` candidate plans in the project's plan
 format. Each candidate goes to a Coder (``coder_prompt(problem, plan)``); the candidate is accepted only if the
-Coder's program passes the tests in ``corecode.sandbox.Sandbox`` (rejection sampling). The first accepted plan is kept;
-the pass rate over candidates is recorded. Teacher and Coder completions are cached on disk (JSONL keyed by model and
+Coder's program passes the tests in ``corecode.sandbox.Sandbox`` (rejection sampling). The first accepted plan is kept,
+with the program that passed (the reference solution of a problem that had none, e.g. Codeforces); the pass rate over
+candidates is recorded. Teacher and Coder completions are cached on disk (JSONL keyed by model and
 prompt), so a rerun makes no teacher call for problems already seen; a local teacher is loaded lazily
 (``teacher_generator``), so a rerun served entirely from the cache does not even load the model.
 """
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from corecode.agents.prompts import coder_prompt
-from corecode.data.schema import Problem
+from corecode.data.schema import Problem, judgeable
 from corecode.generation.base import Completion, Generator, SamplingParams
 
 if TYPE_CHECKING:
@@ -32,9 +34,19 @@ TEACHER_INSTRUCTION = (
 )
 
 
+TEACHER_INSTRUCTION_NO_REFERENCE = (
+    "You write short plans for programming problems. Read the problem, then write a plan a programmer could follow: "
+    "numbered steps, one line each, about one line of code per step, inside <plan> and </plan>. Do not write code.\n"
+)
+
+
 def teacher_prompt(p: Problem) -> str:
-    return (f"{TEACHER_INSTRUCTION}\n### Problem\n{p.prompt.rstrip()}\n### Reference solution\n"
-            f"```python\n{(p.reference_solution or '').strip()}\n```\n### Plan\n")
+    if not p.reference_solution:
+        return f"{TEACHER_INSTRUCTION_NO_REFERENCE}\n### Problem\n{p.prompt.rstrip()}\n### Plan\n"
+    return (
+        f"{TEACHER_INSTRUCTION}\n### Problem\n{p.prompt.rstrip()}\n### Reference solution\n"
+        f"```python\n{p.reference_solution.strip()}\n```\n### Plan\n"
+    )
 
 
 class CompletionCache:
@@ -54,8 +66,9 @@ class CompletionCache:
 
     @staticmethod
     def key(model: str, prompt: str, params: SamplingParams) -> str:
-        raw = json.dumps([model, prompt, params.n, params.temperature, params.top_p, params.max_new_tokens,
-                          params.seed])
+        raw = json.dumps(
+            [model, prompt, params.n, params.temperature, params.top_p, params.max_new_tokens, params.seed]
+        )
         return hashlib.sha256(raw.encode()).hexdigest()
 
     def get(self, key: str) -> list[str] | None:
@@ -68,8 +81,9 @@ class CompletionCache:
             f.write(json.dumps({"key": key, "texts": texts}) + "\n")
 
 
-def cached_generate(gen: Generator, model: str, prompts: list[str], params: SamplingParams,
-                    cache: CompletionCache) -> list[list[str]]:
+def cached_generate(
+    gen: Generator, model: str, prompts: list[str], params: SamplingParams, cache: CompletionCache
+) -> list[list[str]]:
     """``gen.generate`` for the prompts the cache lacks, each distinct prompt once (two candidates with the same plan
     make the same Coder prompt); cached texts for the rest (order kept)."""
     keys = [cache.key(model, p, params) for p in prompts]
@@ -104,7 +118,7 @@ class LazyGenerator:
             close()
 
 
-def teacher_generator(cfg: "TeacherParams") -> tuple[Generator, str]:
+def teacher_generator(cfg: TeacherParams) -> tuple[Generator, str]:
     """The teacher of ``data.teacher`` (also the Coder that verifies its plans) and its name for the cache key.
 
     ``backend: openai``: ``cfg.model`` at ``cfg.base_url``. ``backend: transformers``: the local HF checkpoint (path or
@@ -126,8 +140,14 @@ def teacher_generator(cfg: "TeacherParams") -> tuple[Generator, str]:
     from corecode.generation.openai_http import OpenAIGenerator
 
     # Built now: the endpoint names the model (the cache key) when ``cfg.model`` is empty; construction is cheap.
-    gen = OpenAIGenerator(cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env) or None, chat=cfg.chat,
-                          max_retries=cfg.max_retries, requests_per_second=cfg.requests_per_second)
+    gen = OpenAIGenerator(
+        cfg.base_url,
+        cfg.model,
+        os.environ.get(cfg.api_key_env) or None,
+        chat=cfg.chat,
+        max_retries=cfg.max_retries,
+        requests_per_second=cfg.requests_per_second,
+    )
     return gen, gen.model
 
 
@@ -137,6 +157,7 @@ class TeacherResult:
     plan: str | None  # the accepted plan body (numbered lines), or None
     n_candidates: int
     n_passed: int
+    code: str | None = None  # the Coder's program that passed with the accepted plan
 
     @property
     def pass_rate(self) -> float:
@@ -154,12 +175,13 @@ def annotate_plans(
     teacher_sampling: SamplingParams | None = None,
     coder_sampling: SamplingParams | None = None,
 ) -> list[TeacherResult]:
-    """Teacher plans for ``problems`` (those with a reference solution), verified through Coder + sandbox."""
+    """Teacher plans for ``problems`` (those the sandbox can judge, ``schema.judgeable``), verified through Coder +
+    sandbox."""
     from corecode.agents.extract import build_program, extract_code, extract_plan
 
     teacher_sampling = teacher_sampling or SamplingParams(n=4, temperature=0.7, max_new_tokens=256)
     coder_sampling = coder_sampling or SamplingParams(n=1, temperature=0.0, max_new_tokens=512)
-    todo = [p for p in problems if p.reference_solution]
+    todo = [p for p in problems if judgeable(p)]
     plan_texts = cached_generate(teacher, teacher_model, [teacher_prompt(p) for p in todo], teacher_sampling, cache)
     candidates: list[tuple[int, str]] = []  # (problem index, plan body)
     for i, texts in enumerate(plan_texts):
@@ -167,15 +189,16 @@ def annotate_plans(
             ex = extract_plan(t)
             if ex.ok:
                 candidates.append((i, ex.value))
-    code_texts = cached_generate(coder, coder_model, [coder_prompt(todo[i], plan) for i, plan in candidates],
-                                 coder_sampling, cache)
-    programs = [(todo[i], build_program(todo[i], extract_code(texts[0], todo[i]).value))
-                for (i, _), texts in zip(candidates, code_texts)]
+    code_texts = cached_generate(
+        coder, coder_model, [coder_prompt(todo[i], plan) for i, plan in candidates], coder_sampling, cache
+    )
+    codes = [extract_code(texts[0], todo[i]).value for (i, _), texts in zip(candidates, code_texts)]
+    programs = [(todo[i], build_program(todo[i], code)) for (i, _), code in zip(candidates, codes)]
     verdicts = sandbox.run_batch(programs) if programs else []
     results = {i: TeacherResult(p.task_id, None, len(t), 0) for i, (p, t) in enumerate(zip(todo, plan_texts))}
-    for (i, plan), res in zip(candidates, verdicts):
+    for (i, plan), code, res in zip(candidates, codes, verdicts):
         if res.passed:
             results[i].n_passed += 1
             if results[i].plan is None:
-                results[i].plan = plan
+                results[i].plan, results[i].code = plan, code
     return [results[i] for i in range(len(todo))]

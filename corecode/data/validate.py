@@ -1,10 +1,13 @@
 """``corecode validate-data``: one great-expectations suite per dataset, a readable verdict, and the GX report.
 
-Each dataset (``data/processed/<name>.jsonl``) is loaded into a pandas frame; properties GX has no expectation for
+Each dataset (``data/processed/<name>.jsonl``; an external source's RL problems ``<name>_rl``:
+``data/processed/sources/<name>_rl.jsonl``) is loaded into a pandas frame; properties GX has no expectation for
 (code parses, plan numbering, test count, overlap with evaluation problems) become derived columns that plain GX
-expectations then check, so every failure is reported by GX with the column, expectation and offending rows. Results
-go to ``data/reports/gx/<name>.json`` (the GX validation result), ``data/reports/gx/summary.json`` and the GX HTML
-data docs ``data/reports/gx/data_docs/index.html``.
+expectations then check, so every failure is reported by GX with the column, expectation and offending rows (as
+lines of the file). An SFT set gets one suite per source in it, with that source's limits
+(``data.validation.per_source``; composite's rows keep the set's name, another source's are ``<set>.<source>``); an
+RL file gets its source's limits. Results go to ``data/reports/gx/<name>.json`` (the GX validation result),
+``data/reports/gx/summary.json`` and the GX HTML data docs ``data/reports/gx/data_docs/index.html``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corecode.data.config import DataParams
+from corecode.data.config import DataParams, SourceLimits
 from corecode.paths import PROCESSED, REPORTS
 
 SFT_SETS = ("planner", "coder", "single")
@@ -52,8 +55,10 @@ class DatasetResult:
 
 
 def code_parses(code: str | None) -> bool:
+    if not isinstance(code, str):  # None, or the NaN pandas shows for a JSON null
+        return False
     try:
-        ast.parse(code or "")
+        ast.parse(code)
     except SyntaxError:
         return False
     return bool(code and code.strip())
@@ -65,20 +70,29 @@ def plan_numbering_ok(plan: str | None) -> bool:
     return bool(lines) and all(ln.startswith(f"{i}. ") for i, ln in enumerate(lines, 1))
 
 
-def _frame(name: str, path: Path, eval_index, n: int):
+def _frame(name: str, path: Path, eval_index, n: int, threshold: float = 0.5):
     """The dataset as a DataFrame plus derived columns (see the module docstring)."""
     import pandas as pd
 
+    from corecode.data.build import UNJUDGEABLE_TAGS
     from corecode.data.decontam import ngrams
     from corecode.data.io import read_jsonl
+    from corecode.data.schema import Problem, count_tests, judgeable
 
-    df = pd.DataFrame(read_jsonl(path))
+    rows = read_jsonl(path)
+    df = pd.DataFrame(rows)
     if df.empty:
         return df
 
     def overlaps(text) -> bool:
         grams = ngrams(str(text or ""), n)
-        return bool(grams) and bool(eval_index) and len(grams & eval_index) / len(grams) >= 0.5
+        return bool(grams) and bool(eval_index) and len(grams & eval_index) / len(grams) >= threshold
+
+    def problem(row: dict) -> Problem | None:  # the line as a Problem, for the judgeability checks; None if not one
+        try:
+            return Problem.model_validate(row)
+        except ValueError:
+            return None
 
     if name in SFT_SETS:
         for col in ("prompt", "completion", "task_id", "split"):
@@ -89,35 +103,69 @@ def _frame(name: str, path: Path, eval_index, n: int):
             df["plan_numbering_ok"] = df["completion"].map(plan_numbering_ok)
         else:
             df["code_parses"] = df["completion"].map(
-                lambda c: bool(m := _FENCE.match(str(c or ""))) and code_parses(m.group(1)))
+                lambda c: bool(m := _FENCE.match(str(c or ""))) and code_parses(m.group(1))
+            )
         df["eval_overlap"] = df["prompt"].map(overlaps)
     else:  # Problem JSONL
         for col in ("task_id", "prompt", "plan", "reference_solution", "tests"):
             if col not in df:
                 df[col] = None
-        df["n_tests"] = df["tests"].map(lambda t: len(t) if isinstance(t, list) else 0)
+        problems = [problem(row) for row in rows]
+        df["n_tests"] = [count_tests(p) if p else 0 for p in problems]
+        df["longest_test"] = df["tests"].map(
+            lambda ts: (
+                max((len(t.get("input") or "") + len(t.get("output") or "") for t in ts), default=0)
+                if isinstance(ts, list)
+                else 0
+            )
+        )
+        df["judgeable"] = [bool(p) and judgeable(p) and not UNJUDGEABLE_TAGS & set(p.tags) for p in problems]
+        df["entry_ok"] = [bool(p) and (p.io_mode != "function" or bool(p.entry_point)) for p in problems]
         df["code_parses"] = df["reference_solution"].map(code_parses)
+        df["reference_ok"] = df["reference_solution"].map(lambda c: not isinstance(c, str) or code_parses(c))
         df["plan_numbering_ok"] = df["plan"].map(plan_numbering_ok)
         df["eval_overlap"] = df["prompt"].map(overlaps)
-        df = df.drop(columns=["tests"])  # nested lists: not needed by any expectation
+        df = df.drop(columns=["tests", "tags"], errors="ignore")  # nested lists: not needed by any expectation
     return df
 
 
-def build_suite(name: str, data: DataParams, split: str | None = None):
-    """The ``ExpectationSuite`` for dataset ``name`` (an SFT set or a ``composite_<split>`` Problem file)."""
+def rl_source(name: str, data: DataParams) -> str | None:
+    """The external source whose RL file dataset ``name`` (``<source>_rl``) is, or None."""
+    source = name.removesuffix("_rl")
+    return source if name.endswith("_rl") and source in data.sources else None
+
+
+def dataset_path(name: str, data: DataParams, processed_dir: str | Path = PROCESSED) -> Path:
+    """The file of dataset ``name``: ``<processed_dir>/<name>.jsonl``, or ``sources/<name>.jsonl`` for an RL file."""
+    from corecode.data.build import SOURCES_DIR
+
+    folder = Path(processed_dir) / SOURCES_DIR if rl_source(name, data) else Path(processed_dir)
+    return folder / f"{name}.jsonl"
+
+
+def build_suite(name: str, data: DataParams, split: str | None = None, source: str | None = None):
+    """The ``ExpectationSuite`` for dataset ``name``: an SFT set (the rows of ``source`` in it, when given), a
+    ``composite_<split>`` Problem file, or an external source's RL file ``<source>_rl``."""
     import great_expectations as gx
     from great_expectations import expectations as E
 
     v = data.validation
-    suite = gx.ExpectationSuite(name=f"corecode_{name}")
+    suite = gx.ExpectationSuite(name=f"corecode_{name}" + (f".{source}" if source else ""))
     add = suite.add_expectation
     add(E.ExpectTableRowCountToBeBetween(min_value=v.min_rows))
-    if name in SFT_SETS:
+    if rl_source(name, data):
+        _rl_expectations(add, v.limits(data.sources[rl_source(name, data)].loader))
+    elif name in SFT_SETS:
+        limits = v.limits(source or "composite")
         for col in ("prompt", "completion", "task_id", "source", "split", "provenance"):
             add(E.ExpectColumnValuesToNotBeNull(column=col))
         add(E.ExpectColumnValuesToBeUnique(column="task_split"))
-        add(E.ExpectColumnValueLengthsToBeBetween(column="prompt", min_value=1, max_value=v.max_prompt_chars))
-        add(E.ExpectColumnValueLengthsToBeBetween(column="completion", min_value=1, max_value=v.max_completion_chars))
+        add(E.ExpectColumnValueLengthsToBeBetween(column="prompt", min_value=1, max_value=limits.max_prompt_chars))
+        add(
+            E.ExpectColumnValueLengthsToBeBetween(
+                column="completion", min_value=1, max_value=limits.max_completion_chars
+            )
+        )
         add(E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "val"]))
         if name == "planner":
             add(E.ExpectColumnValuesToMatchRegex(column="completion", regex=PLAN_RE))
@@ -137,12 +185,35 @@ def build_suite(name: str, data: DataParams, split: str | None = None):
         add(E.ExpectColumnValuesToBeInSet(column="code_parses", value_set=[True]))
         add(E.ExpectColumnValuesToBeBetween(column="n_tests", min_value=1))
         add(E.ExpectColumnValuesToBeInSet(column="split", value_set=[split]))
-        expected = {"train": data.composite.n_train, "val": data.composite.n_val, "test": data.composite.n_test,
-                    "rl": data.composite.n_rl}
+        expected = {
+            "train": data.composite.n_train,
+            "val": data.composite.n_val,
+            "test": data.composite.n_test,
+            "rl": data.composite.n_rl,
+        }
         add(E.ExpectTableRowCountToEqual(value=expected[split]))
         if split != "test":
             add(E.ExpectColumnValuesToBeInSet(column="eval_overlap", value_set=[False]))
     return suite
+
+
+def _rl_expectations(add, limits: SourceLimits) -> None:
+    """An external source's RL problems: judgeable within its limits, decontaminated. Plans and reference solutions
+    are optional (Codeforces has none); a reference that is there must parse."""
+    from great_expectations import expectations as E
+
+    for col in ("task_id", "prompt", "io_mode"):
+        add(E.ExpectColumnValuesToNotBeNull(column=col))
+    add(E.ExpectColumnValuesToBeUnique(column="task_id"))
+    add(E.ExpectColumnValueLengthsToBeBetween(column="prompt", min_value=1, max_value=limits.max_prompt_chars))
+    add(E.ExpectColumnValuesToBeInSet(column="split", value_set=["rl"]))
+    add(E.ExpectColumnValuesToBeInSet(column="io_mode", value_set=["function", "stdio"]))
+    add(E.ExpectColumnValuesToBeInSet(column="entry_ok", value_set=[True]))
+    add(E.ExpectColumnValuesToBeInSet(column="judgeable", value_set=[True]))
+    add(E.ExpectColumnValuesToBeBetween(column="n_tests", min_value=limits.min_tests, max_value=limits.max_tests))
+    add(E.ExpectColumnValuesToBeBetween(column="longest_test", max_value=limits.max_test_chars))
+    add(E.ExpectColumnValuesToBeInSet(column="reference_ok", value_set=[True]))
+    add(E.ExpectColumnValuesToBeInSet(column="eval_overlap", value_set=[False]))
 
 
 def _failures(result: dict, df) -> list[Failure]:
@@ -156,8 +227,8 @@ def _failures(result: dict, df) -> list[Failure]:
         idx = (res.get("unexpected_index_list") or [])[:3]
         examples = []
         for i in idx:
-            row = i if isinstance(i, int) else None
-            value = df[col].iloc[row] if (row is not None and col in df) else i
+            row = i if isinstance(i, int) else None  # an index label of the frame: the file line - 1
+            value = df[col].loc[row] if (row is not None and col in df) else i
             value = value.item() if hasattr(value, "item") else value  # numpy scalar -> plain Python
             if isinstance(value, float) and value != value:
                 value = None  # NaN is how pandas shows a JSON null
@@ -168,10 +239,23 @@ def _failures(result: dict, df) -> list[Failure]:
     return out
 
 
-def validate_datasets(data: DataParams, names: list[str] | None = None, processed_dir: str | Path = PROCESSED,
-                      reports_dir: str | Path = REPORTS, eval_problems=None, html: bool = True
-                      ) -> list[DatasetResult]:
-    """Validate each named dataset (default: ``data.validation.datasets``) and write the GX reports.
+def default_datasets(data: DataParams) -> list[str]:
+    """``data.validation.datasets`` plus the RL file of every external source in ``data.train_sources`` that keeps
+    problems for GRPO (``rl_fraction`` > 0)."""
+    rl = [f"{s}_rl" for s in data.train_sources if s != "composite" and data.sources[s].rl_fraction > 0]
+    return list(data.validation.datasets) + [name for name in rl if name not in data.validation.datasets]
+
+
+def validate_datasets(
+    data: DataParams,
+    names: list[str] | None = None,
+    processed_dir: str | Path = PROCESSED,
+    reports_dir: str | Path = REPORTS,
+    eval_problems=None,
+    html: bool = True,
+) -> list[DatasetResult]:
+    """Validate each named dataset (default: ``default_datasets``) and write the GX reports; an SFT set gives one
+    result per source in it (see the module docstring).
 
     ``html``: also build GX data docs (``<reports_dir>/gx/data_docs/index.html``).
     """
@@ -182,14 +266,13 @@ def validate_datasets(data: DataParams, names: list[str] | None = None, processe
 
     from corecode.data.decontam import ngrams
 
-    names = names or list(data.validation.datasets)
+    names = names or default_datasets(data)
     processed_dir, gx_dir = Path(processed_dir), Path(reports_dir) / "gx"
     gx_dir.mkdir(parents=True, exist_ok=True)
     if eval_problems is None:
-        from corecode.data.benchmarks import load_benchmark
+        from corecode.data.build import eval_problems as decontam_set
 
-        eval_problems = [p for b in data.decontam.against if not b.startswith("composite")
-                         for p in load_benchmark(b, params=data)]
+        eval_problems = decontam_set(data)  # what build-data decontaminated against, composite splits aside
     n = data.decontam.n
     index: set = set()
     for p in eval_problems:
@@ -199,40 +282,79 @@ def validate_datasets(data: DataParams, names: list[str] | None = None, processe
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     if html:  # HTML data docs under <reports>/gx/data_docs/index.html
-        ctx.add_data_docs_site(site_name="corecode", site_config={
-            "class_name": "SiteBuilder",
-            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
-                              "base_directory": str((gx_dir / "data_docs").resolve())},
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        })
-    source = ctx.data_sources.add_pandas("corecode")
+        ctx.add_data_docs_site(
+            site_name="corecode",
+            site_config={
+                "class_name": "SiteBuilder",
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str((gx_dir / "data_docs").resolve()),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+    pandas = ctx.data_sources.add_pandas("corecode")
     results = []
     for name in names:
         if name == "composite_rl" and not data.composite.n_rl:
             continue  # no rl split configured: its file is empty by design
-        path = processed_dir / f"{name}.jsonl"
+        path = dataset_path(name, data, processed_dir)
         if not path.exists():
-            results.append(DatasetResult(name, str(path), False, 0,
-                                         [Failure(None, "file_exists", None, [(None, f"{path} not found")])]))
+            results.append(
+                DatasetResult(
+                    name, str(path), False, 0, [Failure(None, "file_exists", None, [(None, f"{path} not found")])]
+                )
+            )
             continue
-        df = _frame(name, path, index, n)
+        df = _frame(name, path, index, n, data.decontam.threshold)
         if df.empty:
-            results.append(DatasetResult(name, str(path), False, 0,
-                                         [Failure(None, "expect_table_row_count_to_be_between", 0, [])]))
+            results.append(
+                DatasetResult(name, str(path), False, 0, [Failure(None, "expect_table_row_count_to_be_between", 0, [])])
+            )
             continue
-        batch_def = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("all")
-        suite = ctx.suites.add(build_suite(name, data))
-        vd = ctx.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
-        actions = [gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=["corecode"])] if html else []
-        checkpoint = ctx.checkpoints.add(gx.Checkpoint(
-            name=f"corecode_{name}", validation_definitions=[vd], actions=actions,
-            result_format={"result_format": "COMPLETE"}))
-        res = next(iter(checkpoint.run(batch_parameters={"dataframe": df}).run_results.values()))
-        result = res.to_json_dict()
-        report = gx_dir / f"{name}.json"
-        report.write_text(json.dumps(result, indent=1, default=str) + "\n")
-        results.append(DatasetResult(name, str(path), bool(res.success), len(df), _failures(result, df), str(report)))
-    summary = [{"dataset": r.name, "path": r.path, "success": r.success, "rows": r.rows, "report": r.report,
-                "failures": [str(f) for f in r.failures]} for r in results]
+        if name in SFT_SETS and "source" in df:  # one suite per source, each with its limits
+            parts = [(src, df[df["source"] == src]) for src in dict.fromkeys(df["source"].fillna("composite"))]
+        else:
+            parts = [(None, df)]
+        for src, part in parts:
+            label = name if src in (None, "composite") else f"{name}.{src}"
+            suite = build_suite(name, data, source=src if src != "composite" else None)
+            res, result = _run_suite(ctx, pandas, label, suite, part, html)
+            report = gx_dir / f"{label}.json"
+            report.write_text(json.dumps(result, indent=1, default=str) + "\n")
+            results.append(
+                DatasetResult(label, str(path), bool(res.success), len(part), _failures(result, part), str(report))
+            )
+    summary = [
+        {
+            "dataset": r.name,
+            "path": r.path,
+            "success": r.success,
+            "rows": r.rows,
+            "report": r.report,
+            "failures": [str(f) for f in r.failures],
+        }
+        for r in results
+    ]
     (gx_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return results
+
+
+def _run_suite(ctx, pandas, label: str, suite, df, html: bool):
+    """Run one suite on a frame through a GX checkpoint (data docs updated when ``html``)."""
+    import great_expectations as gx
+
+    batch_def = pandas.add_dataframe_asset(label).add_batch_definition_whole_dataframe("all")
+    suite = ctx.suites.add(suite)
+    vd = ctx.validation_definitions.add(gx.ValidationDefinition(name=label, data=batch_def, suite=suite))
+    actions = [gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=["corecode"])] if html else []
+    checkpoint = ctx.checkpoints.add(
+        gx.Checkpoint(
+            name=f"corecode_{label}",
+            validation_definitions=[vd],
+            actions=actions,
+            result_format={"result_format": "COMPLETE"},
+        )
+    )
+    res = next(iter(checkpoint.run(batch_parameters={"dataframe": df}).run_results.values()))
+    return res, res.to_json_dict()

@@ -34,7 +34,11 @@ class TwoRoleGRPOParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # Data and outputs
-    train_problems: str = Field("data/processed/composite_rl.jsonl", description="Problem JSONL to train on.")
+    train_problems: str | list[str] = Field(
+        "data/processed/composite_rl.jsonl",
+        description="Problem JSONL to train on, or a list of them (e.g. composite_rl.jsonl and the real sources' "
+        "sources/<name>_rl.jsonl that build-data writes).",
+    )
     val_problems: str = Field(
         "data/processed/composite_val.jsonl",
         description="Problem JSONL of the in-training evaluation (eval_problems of them).",

@@ -28,8 +28,10 @@ class SingleGRPOParams(BaseModel):
     )
     output: str = Field("data/checkpoints/grpo_single", description="Final model of `grpo-single`.")
     pta_output: str = Field("data/checkpoints/pta_grpo", description="Final model of `grpo-single --plan-then-code`.")
-    train_problems: str = Field(
-        "data/processed/composite_rl.jsonl", description="Problem JSONL the prompts come from (the RL split)."
+    train_problems: str | list[str] = Field(
+        "data/processed/composite_rl.jsonl",
+        description="Problem JSONL the prompts come from (the RL split), or a list of them (composite_rl.jsonl and "
+        "the real sources' sources/<name>_rl.jsonl).",
     )
     max_problems: int | None = Field(None, description="Use only the first N problems (None = all).")
     work_dir: str = Field("data/work", description="Trainer scratch (intermediate checkpoints), outside DVC outs.")

@@ -31,3 +31,25 @@ def test_errors_name_the_file_line_and_key(tmp_path):
         read_problems(path)
     with pytest.raises(FileNotFoundError, match=r"missing.jsonl: problem file not found \(run `corecode build-data`"):
         read_problems(tmp_path / "missing.jsonl")
+
+
+def test_a_list_of_files_is_read_in_order(tmp_path):
+    """GRPO's train_problems may name several files (composite_rl.jsonl and the real sources' RL files)."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_problems(a, PROBLEMS[:2])
+    write_problems(b, PROBLEMS[2:])
+    assert read_problems([a, str(b)]) == PROBLEMS
+    assert read_problems([a, b], limit=3) == PROBLEMS and read_problems([a, b], limit=1) == PROBLEMS[:1]
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        read_problems([a, tmp_path / "missing.jsonl"])
+    with pytest.raises(ValueError, match="no problem files given"):
+        read_problems([])
+
+
+def test_grpo_trainers_take_a_list_of_problem_files():
+    from corecode.training.grpo_config import TeamGRPOParams
+    from corecode.training.single_grpo_config import SingleGRPOParams
+
+    files = ["data/processed/composite_rl.jsonl", "data/processed/sources/mbpp_rl.jsonl"]
+    assert TeamGRPOParams(train_problems=files).train_problems == files
+    assert SingleGRPOParams(train_problems=files).train_problems == files

@@ -18,6 +18,7 @@ from corecode.data.loaders.code_contests import load_code_contests
 from corecode.data.loaders.codeforces import load_codeforces
 from corecode.data.loaders.evalplus import load_evalplus
 from corecode.data.loaders.hub import load_rows
+from corecode.data.loaders.livebench import load_livebench
 from corecode.data.loaders.livecodebench import decode_private_tests, load_livecodebench
 from corecode.data.loaders.mbpp import load_mbpp
 
@@ -87,12 +88,75 @@ def test_apps():
 
 
 def test_codeforces():
-    a, b, c = load_codeforces(FIX / "codeforces.jsonl")
+    a, b, c, d = load_codeforces(FIX / "codeforces.jsonl")
     assert a.task_id == "codeforces/2063/A" and [t.input for t in a.tests] == ["1\n", "41\n"]
     assert "Input\nOne integer" in a.prompt and "Example input\n1" in a.prompt
     assert a.time_limit_s == 1.0 and a.memory_limit_mb == 256 and a.difficulty == "800"
+    assert a.tags == ["math"] and b.tags == ["implementation"]
     assert [t.input for t in b.tests] == ["3 5"]  # no official tests: fall back to the examples
     assert "interactive" in c.tags and c.tests == [] and c.difficulty is None
+    assert d.tags == ["math", "file_io", "custom_checker"]  # what exact-output stdio tests cannot judge
+
+
+def test_mbpp_plus_hub_layout():
+    a, b = load_evalplus(FIX / "mbppplus.jsonl", source="mbpp_plus")
+    assert a.task_id == "mbpp_plus/17" and a.entry_point == "square_perimeter" and a.source == "mbpp_plus"
+    assert "assert square_perimeter(10)==40" in a.prompt
+    ns: dict = {}
+    exec(a.reference_solution, ns)  # trusted fixture code
+    exec(a.check_code, ns)
+    ns["check"](ns["square_perimeter"])
+    with pytest.raises(AssertionError):
+        ns["check"](lambda x: 4 * x if x != 123 else 0)  # only the plus inputs catch it
+    assert b.entry_point == "find_Max_Num"
+
+
+def test_livebench_real_schema():
+    from datasets import Value
+
+    ds = load_rows(FIX / "livebench.parquet")
+    assert set(ds.column_names) == {
+        "question_id",
+        "category",
+        "turns",
+        "question_title",
+        "public_test_cases",
+        "private_test_cases",
+        "original_json",
+        "release_date",
+        "citation",
+        "task",
+        "livebench_release_date",
+        "livebench_removal_date",
+        "remainder",
+        "solution",
+        "partial_solution",
+    }
+    assert (
+        ds.features["original_json"]["metadata"] == Value("string") and ds.features["turns"].feature.dtype == "string"
+    )
+    assert ds.features["livebench_release_date"].dtype.startswith("timestamp")
+    gen, fn, completion, stdin_completion = load_livebench(FIX / "livebench.parquet")
+    assert gen.task_id.startswith("livebench/a1b2") and gen.source == "livebench" and gen.split == "test"
+    assert gen.io_mode == "stdio" and [t.input for t in gen.tests] == ["1 2 3\n", "0 0 0\n", "-1 5 2\n"]  # + private
+    assert gen.tags == ["atcoder", "LCB_generation", "livebench:2024-06-24"] and gen.reference_solution is None
+    assert gen.prompt == "Triple Sum\n\nRead three integers and print their sum.\n"
+    assert fn.io_mode == "function" and fn.entry_point == "countEvens" and "class_solution" in fn.tags
+    assert [(t.input, t.output) for t in fn.tests] == [("[[1, 2, 4]]", "2"), ("[[]]", "0")]
+    # coding_completion: the partial solution is the starter; the reference is the whole program
+    assert completion.prompt.endswith("        best = 0\n") and "coding_completion" in completion.tags
+    assert (
+        completion.reference_solution.startswith("class Solution:") and "return best" in completion.reference_solution
+    )
+    assert [(t.input, t.output) for t in completion.tests] == [("[['a', 'abc']]", "3"), ("[['xy']]", "2")]
+    assert stdin_completion.prompt.endswith("\ns = input()\n") and stdin_completion.io_mode == "stdio"
+
+
+def test_livebench_bad_row_names_the_key(tmp_path):
+    ds = load_rows(FIX / "livebench.parquet").remove_columns(["original_json"])
+    ds.to_parquet(str(tmp_path / "lb.parquet"))
+    with pytest.raises(ValueError, match=r"livebench\[.*lb.parquet\]: row 0: missing key 'original_json'"):
+        load_livebench(tmp_path / "lb.parquet")
 
 
 def test_same_code_path_for_parquet_and_save_to_disk(tmp_path):
@@ -124,6 +188,10 @@ def test_bad_rows_and_files_name_the_problem(tmp_path):
 def test_load_benchmark_names(tmp_path):
     data = DataParams(sources={"my_apps": SourceSpec(loader="apps", path=str(FIX / "apps.jsonl"), role="eval")})
     assert len(load_benchmark("my_apps", params=data)) == 3
+    lb = DataParams(
+        sources={"livebench": SourceSpec(loader="livebench", path=str(FIX / "livebench.parquet"), role="eval")}
+    )
+    assert [p.source for p in load_benchmark("livebench", params=lb)] == ["livebench"] * 4
     assert len(load_benchmark("humaneval")) == 164
     assert len(load_benchmark("composite_val", params=DataParams(), seed=0, processed_dir=tmp_path)) == 200
     with pytest.raises(ValueError, match="unknown benchmark 'nope'"):

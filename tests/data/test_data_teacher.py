@@ -23,8 +23,10 @@ def _composite(**kw):
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
     from corecode.data.config import CompositeParams
 
-    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
-                                     phrasing_variety=3), **kw})
+    return CompositeParams(
+        **{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0, phrasing_variety=3), **kw}
+    )
+
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 GOOD = "<plan>\n1. Return four times the side length.\n</plan>"
@@ -65,8 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             texts = ["```python\ndef f(*a):\n    return 0\n```"]
         texts = (texts * req["n"])[: req["n"]]
-        self._send(200, {"choices": [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(texts)],
-                         "usage": {"completion_tokens": 10 * len(texts)}})
+        self._send(
+            200,
+            {
+                "choices": [{"index": i, "text": t, "finish_reason": "stop"} for i, t in enumerate(texts)],
+                "usage": {"completion_tokens": 10 * len(texts)},
+            },
+        )
 
 
 @pytest.fixture()
@@ -94,8 +101,16 @@ def test_teacher_plans_rejection_sampled_and_cached(server, tmp_path):
         with Sandbox() as sb:
             res = annotate_plans(problems, gen, gen, sb, cache, "scripted", "scripted", teacher_sampling=sampling)
             first_calls = len(_Handler.calls)
-            again = annotate_plans(problems, gen, gen, sb, CompletionCache(tmp_path / "teacher_cache.jsonl"),
-                                   "scripted", "scripted", teacher_sampling=sampling)
+            again = annotate_plans(
+                problems,
+                gen,
+                gen,
+                sb,
+                CompletionCache(tmp_path / "teacher_cache.jsonl"),
+                "scripted",
+                "scripted",
+                teacher_sampling=sampling,
+            )
     except SandboxUnavailable as e:
         pytest.skip(f"sandbox unavailable: {e}")
     finally:
@@ -112,16 +127,24 @@ def test_teacher_plans_rejection_sampled_and_cached(server, tmp_path):
 
 def test_build_data_with_teacher_adds_verified_plans(server, tmp_path):
     from corecode.data.build import build_data
-    from corecode.data.config import CompositeParams, DataParams, SourceSpec, TeacherParams
+    from corecode.data.config import DataParams, SourceSpec, TeacherParams
     from corecode.data.io import read_jsonl
     from corecode.sandbox.isolation import SandboxUnavailable
 
     data = DataParams(
         composite=_composite(n_train=10, n_val=2, n_test=4),
         train_sources=["composite", "mbpp_fx"],
-        sources={"mbpp_fx": SourceSpec(loader="mbpp", path=str(FIX / "mbpp.jsonl"))},
-        teacher=TeacherParams(enabled=True, sources=["mbpp_fx"], base_url=server, model="scripted", chat=False,
-                              n_candidates=2, requests_per_second=50, cache=str(tmp_path / "cache.jsonl")),
+        sources={"mbpp_fx": SourceSpec(loader="mbpp", path=str(FIX / "mbpp.jsonl"), rl_fraction=0.0)},
+        teacher=TeacherParams(
+            enabled=True,
+            sources=["mbpp_fx"],
+            base_url=server,
+            model="scripted",
+            chat=False,
+            n_candidates=2,
+            requests_per_second=50,
+            cache=str(tmp_path / "cache.jsonl"),
+        ),
     )
     try:
         s = build_data(data, 0, tmp_path / "p", tmp_path / "r", progress=False)

@@ -24,8 +24,10 @@ def _composite(**kw):
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
     from corecode.data.config import CompositeParams
 
-    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
-                                     phrasing_variety=3), **kw})
+    return CompositeParams(
+        **{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0, phrasing_variety=3), **kw}
+    )
+
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 GOOD_PLAN = "1. Return four times the side length."
@@ -33,9 +35,14 @@ GOOD_CODE = "def square_perimeter(a):\n    return 4 * a"
 BAD_PLAN = "1. Return x unchanged."
 BAD_CODE = "def triple(x):\n    return x"
 # A second MBPP row in the dataset's schema; its teacher plan leads the Coder to wrong code.
-TRIPLE_ROW = {"task_id": 9102, "text": "Write a function to triple a number.",
-              "code": "def triple(x):\n    return 3 * x", "test_list": ["assert triple(2) == 6", "assert triple(-4) == -12"],
-              "test_setup_code": "", "challenge_test_list": []}
+TRIPLE_ROW = {
+    "task_id": 9102,
+    "text": "Write a function to triple a number.",
+    "code": "def triple(x):\n    return 3 * x",
+    "test_list": ["assert triple(2) == 6", "assert triple(-4) == -12"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +104,17 @@ def one_thread():
 def _params(ckpt, cache, **kw):
     from corecode.data.config import TeacherParams
 
-    return TeacherParams(enabled=True, backend="transformers", model=str(ckpt), chat=False, n_candidates=2,
-                         temperature=0.0, max_new_tokens=48, cache=str(cache), **kw)
+    return TeacherParams(
+        enabled=True,
+        backend="transformers",
+        model=str(ckpt),
+        chat=False,
+        n_candidates=2,
+        temperature=0.0,
+        max_new_tokens=48,
+        cache=str(cache),
+        **kw,
+    )
 
 
 def test_annotate_plans_with_local_hf_teacher(setup, tmp_path, generate_calls):
@@ -113,13 +129,15 @@ def test_annotate_plans_with_local_hf_teacher(setup, tmp_path, generate_calls):
     assert model == str(ckpt) and generate_calls["init"] == 0  # loaded on first use only
     try:
         with Sandbox() as sb:
-            res = annotate_plans(problems, gen, gen, sb, CompletionCache(cfg.cache), model, model,
-                                 teacher_sampling=sampling)
+            res = annotate_plans(
+                problems, gen, gen, sb, CompletionCache(cfg.cache), model, model, teacher_sampling=sampling
+            )
             assert generate_calls == {"init": 1, "generate": 2}  # one teacher batch, one coder batch
             n_lines = len(Path(cfg.cache).read_text().splitlines())
             gen2, _ = teacher_generator(cfg)
-            again = annotate_plans(problems, gen2, gen2, sb, CompletionCache(cfg.cache), model, model,
-                                   teacher_sampling=sampling)
+            again = annotate_plans(
+                problems, gen2, gen2, sb, CompletionCache(cfg.cache), model, model, teacher_sampling=sampling
+            )
     except SandboxUnavailable as e:
         pytest.skip(f"sandbox unavailable: {e}")
     by_id = {r.task_id: r for r in res}
@@ -138,7 +156,7 @@ def test_annotate_plans_with_local_hf_teacher(setup, tmp_path, generate_calls):
 
 def test_build_data_with_transformers_teacher(setup, tmp_path, generate_calls):
     from corecode.data.build import build_data
-    from corecode.data.config import CompositeParams, DataParams, SourceSpec
+    from corecode.data.config import DataParams, SourceSpec
     from corecode.data.io import read_jsonl
     from corecode.sandbox.isolation import SandboxUnavailable
 
@@ -146,7 +164,7 @@ def test_build_data_with_transformers_teacher(setup, tmp_path, generate_calls):
     data = DataParams(
         composite=_composite(n_train=10, n_val=2, n_test=4),
         train_sources=["composite", "mbpp_hf"],
-        sources={"mbpp_hf": SourceSpec(loader="mbpp", path=str(mbpp))},
+        sources={"mbpp_hf": SourceSpec(loader="mbpp", path=str(mbpp), rl_fraction=0.0)},
         teacher=_params(ckpt, tmp_path / "cache.jsonl", sources=["mbpp_hf"]),
     )
     try:

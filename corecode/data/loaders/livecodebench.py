@@ -39,7 +39,8 @@ def decode_private_tests(value: str | list | None) -> list[dict]:
         return json.loads(_PlainUnpickler(io.BytesIO(raw)).load())
 
 
-def _case(case: dict) -> TestCase:
+def lcb_test_case(case: dict) -> TestCase:
+    """One LiveCodeBench test: functional inputs are newline-separated JSON values (one per argument)."""
     if case.get("testtype") == "functional":
         args = [json.loads(line) for line in case["input"].splitlines() if line.strip()]
         return TestCase(input=repr(args), output=repr(json.loads(case["output"])))
@@ -61,14 +62,15 @@ def lcb_problem(row: dict, split: str = "test") -> Problem:
         prompt=prompt,
         io_mode="function" if functional else "stdio",
         entry_point=meta.get("func_name") if functional else None,
-        tests=[_case(c) for c in cases],
+        tests=[lcb_test_case(c) for c in cases],
         difficulty=row.get("difficulty"),
         # LeetCode functional problems are methods of ``class Solution`` (starter code); the tag tells the runner.
         tags=[row.get("platform") or "unknown"] + (["class_solution"] if "class Solution" in starter else []),
     )
 
 
-def load_livecodebench(path: str | Path = "livecodebench/code_generation_lite", split: str | None = "test",
-                       limit: int | None = None) -> list[Problem]:
+def load_livecodebench(
+    path: str | Path = "livecodebench/code_generation_lite", split: str | None = "test", limit: int | None = None
+) -> list[Problem]:
     rows = load_rows(path, split=split, limit=limit)
     return convert_rows(f"livecodebench[{path}]", rows, lambda r: lcb_problem(r, split or "test"))
