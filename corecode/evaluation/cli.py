@@ -20,7 +20,9 @@ def register(app: typer.Typer) -> None:
         k: str = typer.Option("1,10,100", "--k", help="Comma-separated k for pass@k (k > samples per task skipped)."),
         workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="Sandbox workers."),
         time_limit: float | None = typer.Option(None, "--timeout", min=0.01, help="Seconds per test."),
-        params: Path | None = typer.Option(None, "--params", help="params.yaml whose `sandbox` section to use."),
+        params: Path | None = typer.Option(
+            None, "--params", help="params file whose `sandbox` section (and `data.sources`, for the benchmark) to use."
+        ),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr."),
     ) -> None:
         """Run every sample in the sandbox; write per-sample results and print {"pass@k": ...} as the last line.
@@ -37,7 +39,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             ks = parse_ks(k)
-            problems = get_benchmark(benchmark)
+            run = load_cli_params(params) if params else None
+            problems = get_benchmark(benchmark, run.data if run else None, run.seed if run else None)
             # Validate the whole file before the sandbox starts (it is read again by eval_sample_file: cheap).
             read_samples(samples, problems)
             sandbox_params = _sandbox_params(params, workers, time_limit)

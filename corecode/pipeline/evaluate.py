@@ -122,7 +122,7 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
     efficiency: dict[str, Any] = {}
     with Sandbox(params.sandbox) as sandbox:
         for bench in ev.benchmarks:
-            problems = get_benchmark(bench)
+            problems = get_benchmark(bench, params.data, params.seed)
             if ev.max_problems:
                 problems = problems[: ev.max_problems]
             n = ev.n_samples_per_benchmark.get(bench, ev.n_samples)
