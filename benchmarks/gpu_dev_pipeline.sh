@@ -55,7 +55,7 @@ done
 echo "sandbox: $ISO" | tee -a "$R/steps.tsv"
 step build_data $CLI build-data --params $P
 step init_model $CLI init-model --params $P
-python3 -c "import transformers as t;m=t.AutoModelForCausalLM.from_pretrained('data/checkpoints/base');print('params',sum(p.numel() for p in m.parameters()))" >>"$R/steps.tsv" 2>&1
+python3 -c "from corecode.models.memory import parameter_counts as n;print('params',n('data/checkpoints/base')[0])" >>"$R/steps.tsv" 2>&1
 step sft_planner $CLI sft --role planner --params $P
 step sft_coder $CLI sft --role coder --params $P
 step grpo_team $CLI grpo-team --params $P

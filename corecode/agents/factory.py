@@ -172,7 +172,9 @@ def model_generator_factory(params: Params) -> Callable[[str, RoleModel], Genera
         key = (model, adapter)
         if key not in cache:
             if adapter is None:
-                cache[key] = make_generator(params.generation, model)
+                cache[key] = make_generator(
+                    params.generation, model, dtype=params.model.dtype, device=params.model.device
+                )
             else:
                 from corecode.models.factory import load_tokenizer
                 from corecode.models.lora import load_role_model

@@ -14,12 +14,20 @@ if TYPE_CHECKING:
 
 
 def make_generator(
-    params: GenerationParams, model_or_path: torch.nn.Module | str | Path | None, tokenizer=None
+    params: GenerationParams,
+    model_or_path: torch.nn.Module | str | Path | None,
+    tokenizer=None,
+    *,
+    dtype: str = "auto",
+    device: str = "auto",
 ) -> Generator:
     """A ``Generator`` for ``params.backend``.
 
-    - transformers: ``model_or_path`` is a checkpoint dir/hub id or a live module (then ``tokenizer`` is required).
-    - vllm: ``model_or_path`` must be a path/hub id (vLLM loads its own copy of the weights).
+    - transformers: ``model_or_path`` is a checkpoint dir/hub id or a live module (then ``tokenizer`` is required);
+      a path is loaded by ``corecode.models.factory.load_model`` in ``dtype`` on ``device`` (``model.dtype``,
+      ``model.device``).
+    - vllm: ``model_or_path`` must be a path/hub id (vLLM loads its own copy of the weights); init-model's pointer
+      resolves to the source it names.
     - openai: ``model_or_path`` is ignored except as the model name when ``generation.openai_model`` is empty and it
       is a string; the endpoint is ``generation.base_url``.
     """
@@ -35,12 +43,22 @@ def make_generator(
             use_chat_template=params.use_chat_template,
             fast_path=params.fast_path,
             pad_to_multiple_of=params.pad_to_multiple_of,
+            dtype=dtype,
+            device=device,
         )
     if params.backend == "vllm":
         from corecode.generation.vllm_backend import VLLMGenerator
+        from corecode.models.factory import adapter_base, check_source, resolve_source
 
         if not isinstance(model_or_path, (str, Path)):
             raise ValueError("generation.backend=vllm needs a checkpoint path or hub id, not a live model")
+        check_source(model_or_path, "generation.backend=vllm model")
+        if adapter_base(model_or_path) is not None:
+            raise ValueError(
+                f"generation.backend=vllm: {model_or_path} is a LoRA adapter directory; train with lora.merge: true "
+                "(a plain checkpoint) or use generation.backend: transformers"
+            )
+        model_or_path = resolve_source(model_or_path)[0]
         return VLLMGenerator(
             model_or_path,
             use_chat_template=params.use_chat_template,

@@ -2,7 +2,7 @@
 
 Defaults describe the *embedded default*: a ~2M-parameter Qwen2-architecture model with a 2k byte-level BPE vocab,
 sized to learn on 2 CPU cores in minutes. Real checkpoints (Qwen2.5-Coder-*-Instruct, ...) are selected with
-``name_or_path``; see ``corecode/models/profiles.py`` for documented 1.5B/7B/14B settings.
+``name_or_path``; the profiles in ``configs/profiles/`` (``corecode profile list``) set them up for 1.5B-14B.
 """
 
 from typing import Literal
@@ -80,7 +80,9 @@ class ModelParams(BaseModel):
     name_or_path: str = Field(
         "embedded",
         description="'embedded' (tiny Qwen2 built from model.embedded + a BPE tokenizer trained on the "
-        "corpus), or a hub id / local path loaded with AutoModelForCausalLM.from_pretrained.",
+        "corpus), a hub id (Qwen/Qwen2.5-Coder-7B-Instruct) or a local checkpoint directory (config.json + weights "
+        "+ tokenizer). init-model checks it first: an unreachable hub id or a directory without config.json stops "
+        "there.",
     )
     revision: str | None = Field(None, description="Hub revision (branch, tag, commit) when name_or_path is a hub id.")
     copy_weights: bool = Field(
@@ -95,6 +97,12 @@ class ModelParams(BaseModel):
         default_factory=TokenizerParams, description="The BPE tokenizer init-model trains for the embedded model."
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="'auto': bfloat16 on CUDA when supported, else float32 (CPU)."
+        "auto",
+        description="dtype of init-model's copy and of the models evaluate and solve generate with; 'auto': "
+        "bfloat16 on CUDA when supported, else float32 (CPU). The trainers set their own (sft.dtype, grpo.*.bf16).",
     )
-    device: str = Field("auto", description="'auto' (cuda if available, else cpu), 'cpu', 'cuda', 'cuda:1', ...")
+    device: str = Field(
+        "auto",
+        description="Device evaluate and solve generate on: 'auto' (cuda if available, else cpu), 'cpu', 'cuda', "
+        "'cuda:1', ...",
+    )

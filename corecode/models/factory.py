@@ -1,7 +1,11 @@
-"""Model factory: the embedded tiny Qwen2 or any hub checkpoint, always ending as a ``save_pretrained`` directory.
+"""Model factory: the embedded tiny Qwen2 or any hub checkpoint, and the one way every stage loads a model.
 
-Every later stage (SFT, GRPO, evaluation, serving) loads a checkpoint the same way, ``load_model(path)`` +
-``load_tokenizer(path)``, whether it started as the embedded default or as Qwen2.5-Coder-7B-Instruct.
+``load_model(name_or_path)`` + ``load_tokenizer(name_or_path)`` are what init-model, SFT, the GRPO trainers,
+evaluation, ``solve`` and ``serve`` call, whether ``name_or_path`` is the embedded default's checkpoint, a hub id
+(Qwen/Qwen2.5-Coder-7B-Instruct), a local directory, the pointer ``init-model`` writes with
+``model.copy_weights: false``, or a LoRA adapter directory (``sft.lora.merge: false``). A source that cannot be
+loaded (no config.json, an unreachable hub id, a missing directory) fails in seconds with the key and the fix
+(:func:`check_source`), before any weights are read.
 """
 
 from __future__ import annotations
@@ -101,13 +105,106 @@ def build_embedded_model(params: ModelParams, tokenizer: PreTrainedTokenizerBase
     return model
 
 
-def _resolve_pointer(name_or_path: str | Path) -> tuple[str, str | None]:
-    """A checkpoint dir holding only a pointer file resolves to the hub id/path it names."""
+class ModelSourceError(ValueError):
+    """A model source that cannot be loaded; the message names the params key and the fix."""
+
+
+def resolve_source(name_or_path: str | Path) -> tuple[str, str | None]:
+    """(hub id or directory, revision) behind ``name_or_path``: a checkpoint dir holding only the pointer file that
+    ``init-model`` writes with ``model.copy_weights: false`` resolves to the source it names."""
     pointer = Path(name_or_path) / POINTER_FILE
     if pointer.is_file():
         data = json.loads(pointer.read_text())
         return data["name_or_path"], data.get("revision")
     return str(name_or_path), None
+
+
+def adapter_base(path: str | Path) -> str | None:
+    """The base model of a LoRA adapter directory (peft's ``adapter_config.json``), None for anything else."""
+    if not (Path(path) / "adapter_config.json").is_file() or (Path(path) / "config.json").is_file():
+        return None
+    from peft import PeftConfig
+
+    return PeftConfig.from_pretrained(str(path)).base_model_name_or_path
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or name.endswith("/") or name.count("/") > 1 or "\\" in name
+
+
+def _check_hub_id(repo_id: str, revision: str | None, key: str, timeout_s: float) -> None:
+    """A hub id is usable when its config.json is in the local cache or the hub answers within ``timeout_s``.
+
+    Probed here because ``from_pretrained`` retries an unreachable hub with backoff for ~25 s before failing; this
+    asks once (huggingface_hub's ``get_hf_file_metadata`` without retries), so an offline machine fails in seconds.
+    """
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url, is_offline_mode, try_to_load_from_cache
+
+    fix = (
+        f"download it where the hub is reachable (`hf download {repo_id} --local-dir DIR`), copy DIR here and set "
+        f"{key} to DIR; or fill the Hugging Face cache (HF_HOME) and set HF_HUB_OFFLINE=1"
+    )
+    try:
+        if isinstance(try_to_load_from_cache(repo_id, "config.json", revision=revision), str):
+            return
+    except ValueError as e:  # not a valid repo id either
+        raise ModelSourceError(
+            f"{key}: {repo_id!r} is neither a local directory nor a valid hub id ({e}); give a directory holding "
+            "config.json and the weights, or a hub id such as Qwen/Qwen2.5-Coder-1.5B-Instruct"
+        ) from None
+    if is_offline_mode():
+        raise ModelSourceError(f"{key}: {repo_id!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; {fix}")
+    try:
+        get_hf_file_metadata(hf_hub_url(repo_id, "config.json", revision=revision), timeout=timeout_s)
+    except Exception as e:  # network down, unknown or gated repo, bad revision: all end the same way
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ModelSourceError(
+            f"{key}: cannot fetch hub model {repo_id!r} ({type(e).__name__}: {reason}); "
+            f"no local directory of that name either; {fix}"
+        ) from None
+
+
+def check_source(
+    name_or_path: str | Path,
+    key: str = "model.name_or_path",
+    *,
+    revision: str | None = None,
+    hint: str = "",
+    timeout_s: float = 5.0,
+) -> None:
+    """Raise :class:`ModelSourceError` (naming ``key`` and the fix) unless ``name_or_path`` can be loaded: a directory
+    with config.json, a pointer file or a LoRA adapter whose source checks out, or a hub id that is cached or
+    reachable. Reads no weights; ``hint`` is appended to the error of a missing checkpoint directory."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if (path / POINTER_FILE).is_file():
+            source, pointed = resolve_source(path)
+            where = f"model.name_or_path (via {path / POINTER_FILE})"
+            check_source(source, where, revision=pointed, timeout_s=timeout_s)
+        elif (base := adapter_base(path)) is not None:
+            where = f"{key} (the base_model_name_or_path of {path}/adapter_config.json)"
+            check_source(base, where, timeout_s=timeout_s)
+        elif not (path / "config.json").is_file():
+            raise ModelSourceError(
+                f"{key}: {path} has no config.json, so it is no model checkpoint; point {key} at the directory that "
+                f"holds config.json and the weights (save_pretrained's output){hint}"
+            )
+        return
+    if path.exists() or _looks_like_path(str(name_or_path)):
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise ModelSourceError(f"{key}: {path} {what}; give a checkpoint directory or a hub id (org/name){hint}")
+    _check_hub_id(str(name_or_path), revision, key, timeout_s)
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+    """Non-reentrant activation checkpointing (so a frozen base under a LoRA adapter still back-propagates), and no KV
+    cache in training forwards; ``activation_checkpointing_enable`` is the transformers >= 5.x name."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable({"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
 
 
 def load_model(
@@ -118,9 +215,17 @@ def load_model(
     revision: str | None = None,
     gradient_checkpointing: bool = False,
     attn_implementation: str | None = None,
+    key: str = "model.name_or_path",
 ) -> PreTrainedModel:
-    """``AutoModelForCausalLM.from_pretrained`` on the resolved dtype/device; the one way to load any checkpoint."""
-    source, pointed_revision = _resolve_pointer(name_or_path)
+    """The one way every stage loads a model: ``AutoModelForCausalLM.from_pretrained`` on the resolved dtype/device.
+
+    ``name_or_path`` is a hub id, a checkpoint directory, a directory holding init-model's pointer file, or a LoRA
+    adapter directory (peft; its base is loaded the same way and the adapter merged in, giving a plain model). A
+    source that cannot be loaded fails first, naming ``key`` (:func:`check_source`).
+    """
+    check_source(name_or_path, key, revision=revision)
+    base = adapter_base(name_or_path)
+    source, pointed_revision = resolve_source(base or name_or_path)
     dev = resolve_device(device)
     kwargs = {"dtype": resolve_dtype(dtype, dev), "revision": revision or pointed_revision}
     if attn_implementation:
@@ -128,26 +233,40 @@ def load_model(
     try:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except OSError as e:
-        raise OSError(f"cannot load model {source!r} (model.name_or_path): {e}") from e
+        raise ModelSourceError(f"{key}: cannot load model {source!r}: {e}") from e
+    if base is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(name_or_path)).merge_and_unload()
     model.to(dev)
     if gradient_checkpointing:
-        enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.x name
-        if enable is not None:
-            enable({"use_reentrant": False})
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
+        enable_gradient_checkpointing(model)
     return model
 
 
-def load_tokenizer(name_or_path: str | Path, *, revision: str | None = None) -> PreTrainedTokenizerBase:
-    """The checkpoint's tokenizer with a pad token (eos when it has none) and left padding for generation."""
-    source, pointed_revision = _resolve_pointer(name_or_path)
+def load_tokenizer(
+    name_or_path: str | Path, *, revision: str | None = None, key: str = "model.name_or_path"
+) -> PreTrainedTokenizerBase:
+    """The checkpoint's tokenizer with a pad token (eos when it has none) and left padding for generation. A LoRA
+    adapter directory's own tokenizer files are used when it has them (SFT saves them), else its base's."""
+    check_source(name_or_path, key, revision=revision)
+    base = adapter_base(name_or_path)
+    has_own = base is not None and any(Path(name_or_path).glob("tokenizer*"))
+    source, pointed_revision = resolve_source(name_or_path if base is None or has_own else base)
     tok = AutoTokenizer.from_pretrained(source, revision=revision or pointed_revision)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
     return tok
+
+
+def check_chat_template(tokenizer: PreTrainedTokenizerBase, wanted: bool | None, source: str, key: str) -> None:
+    """``key`` asks for the chat template (``wanted`` True) of a tokenizer that has none: say so before any work."""
+    if wanted and getattr(tokenizer, "chat_template", None) is None:
+        raise ModelSourceError(
+            f"{key}: true, but the tokenizer of {source} has no chat template; set {key}: false (raw prompts, as for "
+            "base models) or use an instruct checkpoint whose tokenizer_config.json carries a chat_template"
+        )
 
 
 def count_parameters(model: torch.nn.Module) -> int:
@@ -156,15 +275,9 @@ def count_parameters(model: torch.nn.Module) -> int:
 
 
 # ------------------------------------------------------------------------------------------------------- init-model
-def init_base_checkpoint(params: ModelParams, corpus: list[Path], out_dir: Path, seed: int = 0) -> dict:
-    """Write the base checkpoint (model + tokenizer) to ``out_dir``; returns a small summary dict.
-
-    Embedded: train the BPE tokenizer on ``corpus`` and initialise the Qwen2 model from ``model.embedded``.
-    Hub id/path: load it and save a local copy, or (``copy_weights: false``) write a pointer file.
-    """
-    out_dir = Path(out_dir)
+def _remove_checkpoint_files(out_dir: Path) -> None:
+    """A re-run may switch between a copy and a pointer: remove the previous checkpoint's files (only those)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    # A re-run may switch between a copy and a pointer: remove the previous checkpoint's files (only those).
     for pattern in (
         POINTER_FILE,
         "config.json",
@@ -178,26 +291,38 @@ def init_base_checkpoint(params: ModelParams, corpus: list[Path], out_dir: Path,
     ):
         for stale in out_dir.glob(pattern):
             stale.unlink()
+
+
+def init_base_checkpoint(params: ModelParams, corpus: list[Path], out_dir: Path, seed: int = 0) -> dict:
+    """Write the base checkpoint (model + tokenizer) to ``out_dir``; returns a small summary dict.
+
+    Embedded: train the BPE tokenizer on ``corpus`` and initialise the Qwen2 model from ``model.embedded``.
+    Hub id/path: load it and save a local copy, or (``copy_weights: false``) write a pointer file.
+    """
+    out_dir = Path(out_dir)
+    # Everything that can fail (the corpus, the source) runs before the previous checkpoint's files are removed.
     if params.name_or_path == EMBEDDED:
         texts = list(iter_corpus_texts(corpus, params.tokenizer.max_corpus_rows))
         if not texts:
             raise ValueError(f"training corpus is empty: {[str(p) for p in corpus]}")
         tok = train_bpe_tokenizer(texts, params.embedded.vocab_size, params.tokenizer.min_frequency)
         model = build_embedded_model(params, tok, seed)
-        model.save_pretrained(out_dir)
-        tok.save_pretrained(out_dir)
         source = EMBEDDED
     elif params.copy_weights:
         model = load_model(params.name_or_path, params.dtype, "cpu", revision=params.revision)
         tok = load_tokenizer(params.name_or_path, revision=params.revision)
-        model.save_pretrained(out_dir)
-        tok.save_pretrained(out_dir)
         source = params.name_or_path
     else:
+        check_source(params.name_or_path, revision=params.revision)
+        model = tok = source = None
+    _remove_checkpoint_files(out_dir)
+    if model is None:
         (out_dir / POINTER_FILE).write_text(
             json.dumps({"name_or_path": params.name_or_path, "revision": params.revision}, indent=1) + "\n"
         )
         return {"source": params.name_or_path, "pointer": True, "out_dir": str(out_dir)}
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
     return {
         "source": source,
         "pointer": False,

@@ -1,7 +1,8 @@
-"""One base model, one LoRA adapter per role (peft).
+"""LoRA adapters (peft) on a base loaded by ``corecode.models.factory.load_model``.
 
-With ``model.roles: lora`` the Planner and the Coder share the base weights and differ only by a small adapter, which
-halves memory for 7B+ teams. ``load_role_model`` is the one entry point: base checkpoint + optional adapter dir.
+``load_role_model`` is a base checkpoint + an optional adapter directory (an agents role given as
+``{model: BASE, adapter: DIR}``; team GRPO's shared base, ``grpo.team.shared_base``, where the Planner and the Coder
+share the base weights and differ only by an adapter each, half the memory of two models for 7B+ teams).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from corecode.models.factory import load_model
 
 
 def lora_config(params: LoraParams) -> LoraConfig:
-    """``model.lora.*`` as a peft ``LoraConfig`` for causal LM training."""
+    """A ``LoraParams`` block (``sft.lora``, ``grpo.team.lora``, ...) as a peft ``LoraConfig`` (causal LM)."""
     return LoraConfig(
         r=params.r,
         lora_alpha=params.alpha,
@@ -36,6 +37,7 @@ def load_role_model(
     lora: LoraParams | None = None,
     adapter_name: str = "default",
     gradient_checkpointing: bool = False,
+    attn_implementation: str | None = None,
 ) -> torch.nn.Module:
     """The model for one role.
 
@@ -43,7 +45,9 @@ def load_role_model(
     - no adapter, ``lora`` given and ``trainable``: base + a fresh adapter from ``lora`` (start of role training).
     - otherwise: the plain base model (a role that is a full model of its own).
     """
-    model = load_model(base_path, dtype, device, gradient_checkpointing=gradient_checkpointing)
+    model = load_model(
+        base_path, dtype, device, gradient_checkpointing=gradient_checkpointing, attn_implementation=attn_implementation
+    )
     if adapter_path is not None:
         adapter_path = Path(adapter_path)
         if not (adapter_path / "adapter_config.json").is_file():

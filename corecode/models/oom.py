@@ -14,8 +14,8 @@ DEFAULT_HINTS = (
     "lower the per-device batch size (and raise gradient accumulation to keep the effective batch)",
     "lower generation.max_batch_size (prompts x samples generated at once)",
     "lower max_new_tokens / the maximum completion length",
-    "set model.gradient_checkpointing: true",
-    "use LoRA (model.roles: lora) or a smaller model",
+    "set the trainer's gradient_checkpointing: true (sft, grpo.team, grpo.magrpo, grpo.single)",
+    "use LoRA (the trainer's lora.enabled: true; with bf16 the frozen base is bf16) or a smaller profile",
 )
 
 
