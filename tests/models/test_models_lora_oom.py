@@ -84,7 +84,7 @@ def test_oom_guard_names_the_settings_on_a_real_allocation_failure():
             torch.empty(1 << 45, dtype=torch.uint8)  # 32 TiB: the CPU allocator refuses
     msg = str(info.value)
     assert "stage 'sft' ran out of memory" in msg
-    for knob in ("batch size", "generation.max_batch_size", "max_new_tokens", "model.gradient_checkpointing"):
+    for knob in ("batch size", "generation.max_batch_size", "max_new_tokens", "gradient_checkpointing: true", "lora"):
         assert knob in msg
 
 
