@@ -46,7 +46,8 @@ class Params(BaseModel):
         default_factory=SandboxParams, description="corecode.sandbox: every reward and every metric (grpo*, evaluate)"
     )
     generation: GenerationParams = Field(
-        default_factory=GenerationParams, description="generation backend of evaluate, solve and serve"
+        default_factory=GenerationParams,
+        description="generation backend of evaluate, solve and serve; use_chat_template also for sft and grpo*",
     )
     agents: AgentsParams = Field(
         default_factory=AgentsParams,

@@ -1,7 +1,8 @@
 """Prompt and completion formats shared by data building, SFT, GRPO and inference.
 
-Formats are plain strings so that the same text trains a from-scratch model and prompts a hub model; a chat template,
-where a tokenizer has one, is applied by the generation backend, not here. Plans use the project's plan format:
+Formats are plain strings so that the same text trains a from-scratch model and prompts a hub model; how a model
+reads them (plain text, or one user message of its tokenizer's chat template) is decided in one place for every stage,
+``corecode.generation.render``. Plans use the project's plan format:
 ``<plan>`` ... ``</plan>`` around numbered steps (input/output, steps, branches, loops as in the CoRe-Code samples).
 """
 

@@ -24,8 +24,10 @@ class GenerationParams(BaseModel):
     )
     use_chat_template: bool | None = Field(
         None,
-        description="Wrap each prompt as a user chat message with the tokenizer's chat template. None (auto): "
-        "when the tokenizer has a template (hub instruct models yes, embedded model no).",
+        description="Render each role prompt as one user message of the tokenizer's chat template, in every stage "
+        "(SFT rows, GRPO rollouts, evaluate, solve; corecode.generation.render), completions then ending with the "
+        "template's end-of-turn token. None (auto): when the tokenizer has a template (hub instruct models yes, "
+        "embedded model no); true without a template is an error.",
     )
     fast_path: Literal["auto", "static", "lean", "continuous", "off"] = Field(
         "auto",

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from corecode.generation.base import Completion, SamplingParams
+from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered, use_chat
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +319,7 @@ class TransformersGenerator:
             from corecode.models.factory import load_model, load_tokenizer
 
             tokenizer = tokenizer if tokenizer is not None else load_tokenizer(model)
+            use_chat(tokenizer, use_chat_template)  # a template the tokenizer lacks: fail before loading weights
             model = load_model(model, dtype, device)
         if tokenizer is None:
             raise ValueError("TransformersGenerator: a tokenizer is required when passing a live model")
@@ -325,16 +327,12 @@ class TransformersGenerator:
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer = model, tokenizer
         self.max_batch_size = max_batch_size
-        self.use_chat_template = (
-            getattr(tokenizer, "chat_template", None) is not None if use_chat_template is None else use_chat_template
-        )
+        self.use_chat_template = use_chat(tokenizer, use_chat_template)
         if fast_path not in ("auto", "static", "lean", "continuous", "off"):
             raise ValueError(f"fast_path must be auto|static|lean|continuous|off, got {fast_path!r}")
         self.fast_path = fast_path
         self.pad_to_multiple_of = pad_to_multiple_of
-        eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None else []
-        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
-        self.eos_ids.discard(None)
+        self.eos_ids = stop_token_ids(tokenizer, model.generation_config)  # EOS, the config's, chat end-of-turn
         self._decoder: _StaticDecoder | None = None  # built on the first static-path call
         self._lean = None  # LeanDecoder, built on the first lean-path call
         self.grouped_decode_attention = True  # benchmarks switch it off to measure transformers' sdpa path
@@ -360,12 +358,9 @@ class TransformersGenerator:
         return self.fast_path
 
     def render(self, prompt: str) -> str:
-        """The exact text fed to the model: the prompt, or the prompt as one user turn of the chat template."""
-        if not self.use_chat_template:
-            return prompt
-        return self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
+        """The exact text fed to the model: the prompt, or the prompt as one user turn of the chat template
+        (``corecode.generation.render``, the renderer training uses too)."""
+        return render_prompt(self.tokenizer, prompt, self.use_chat_template)
 
     def _max_positions(self) -> int | None:
         cfg = getattr(self.model, "config", None)
@@ -373,7 +368,7 @@ class TransformersGenerator:
 
     def _encode(self, texts: list[str], max_new_tokens: int) -> tuple[list[list[int]], int]:
         """Token ids per text (left-truncated if needed) and max_new_tokens clamped to the position range."""
-        ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        ids = tokenize_rendered(self.tokenizer, texts)
         limit = self._max_positions()
         if limit is not None:
             longest = max(len(x) for x in ids)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from corecode.generation.base import SamplingParams
 from corecode.generation.hf import TransformersGenerator
+from corecode.generation.render import render_messages, tokenize_rendered
 
 
 class _Sampling(BaseModel):
@@ -64,7 +65,9 @@ class ChatRequest(_Sampling):
 
 
 def create_app(generator: TransformersGenerator, model_name: str, default_max_tokens: int = 256) -> FastAPI:
-    """The FastAPI app; ``generator`` must not apply a chat template itself (chat is rendered here)."""
+    """The FastAPI app; ``generator`` must not apply a chat template itself (chat is rendered here, by
+    ``corecode.generation.render.render_messages``: the chat template, or the contents joined by newlines without one;
+    generation stops at the template's end-of-turn token as well as EOS)."""
     app = FastAPI(title="corecode serve")
     lock = threading.Lock()
     tok = generator.tokenizer
@@ -74,7 +77,7 @@ def create_app(generator: TransformersGenerator, model_name: str, default_max_to
             raise HTTPException(404, f"model {req.model!r} not served here; this server serves {model_name!r}")
 
     def usage(prompts: list[str], completions) -> dict:
-        prompt_tokens = sum(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+        prompt_tokens = sum(map(len, tokenize_rendered(tok, prompts)))
         completion_tokens = sum(c.num_tokens for cs in completions for c in cs)
         return {
             "prompt_tokens": prompt_tokens,
@@ -86,13 +89,6 @@ def create_app(generator: TransformersGenerator, model_name: str, default_max_to
         params = req.sampling(default_max_tokens)
         with lock:
             return generator.generate(prompts, params)
-
-    def render_chat(messages: list[ChatMessage]) -> str:
-        msgs = [m.model_dump() for m in messages]
-        if getattr(tok, "chat_template", None):
-            return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        # No template (the embedded model is trained on plain prompts): the message contents, in order.
-        return "\n".join(m["content"] for m in msgs)
 
     @app.get("/v1/models")
     def models() -> dict:
@@ -120,7 +116,7 @@ def create_app(generator: TransformersGenerator, model_name: str, default_max_to
     @app.post("/v1/chat/completions")
     def chat_completions(req: ChatRequest) -> dict:
         check_model(req)
-        prompt = render_chat(req.messages)
+        prompt = render_messages(tok, [m.model_dump() for m in req.messages])  # the renderer training uses
         results = run([prompt], req)
         choices = [
             {"index": j, "message": {"role": "assistant", "content": c.text}, "finish_reason": c.finish_reason}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corecode.generation.base import Completion, SamplingParams
+from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered, use_chat
 
 INSTALL_HINT = "the vllm backend needs vLLM: `pip install corecode[vllm]` (CUDA machine), or set generation.backend"
 
@@ -44,15 +45,12 @@ class VLLMGenerator:
             seed=seed,
         )
         self.tokenizer = self.llm.get_tokenizer()
-        has_template = getattr(self.tokenizer, "chat_template", None) is not None
-        self.use_chat_template = has_template if use_chat_template is None else use_chat_template
+        self.use_chat_template = use_chat(self.tokenizer, use_chat_template)
+        self.stop_ids = sorted(stop_token_ids(self.tokenizer))  # vLLM adds the model's generation_config EOS itself
 
     def render(self, prompt: str) -> str:
-        if not self.use_chat_template:
-            return prompt
-        return self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
+        """The text fed to the model, by the renderer training uses (``corecode.generation.render``)."""
+        return render_prompt(self.tokenizer, prompt, self.use_chat_template)
 
     def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
         sp = self._vllm.SamplingParams(
@@ -63,8 +61,11 @@ class VLLMGenerator:
             stop=list(params.stop) or None,
             seed=params.seed,
             ignore_eos=params.ignore_eos,
+            stop_token_ids=None if params.ignore_eos else self.stop_ids,
         )
-        outputs = self.llm.generate([self.render(p) for p in prompts], sp, use_tqdm=False)
+        # token ids, not text: vLLM would tokenize text with the tokenizer's default special tokens
+        ids = tokenize_rendered(self.tokenizer, [self.render(p) for p in prompts])
+        outputs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sp, use_tqdm=False)
         return [
             [
                 Completion(

@@ -177,3 +177,25 @@ def make_qwen_standin(
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return out_dir
+
+
+# Qwen2's ChatML layout: a default system turn, each turn closed by <|im_end|>, the assistant cue on request.
+CHATML_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+    "{%- for message in messages %}{%- if not (message['role'] == 'system' and loop.first) %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def add_chat_template(tokenizer):
+    """``tokenizer`` turned into a Qwen2-style instruct tokenizer: ``<|im_start|>`` / ``<|im_end|>`` added as special
+    tokens and the ChatML chat template set (saved by ``save_pretrained``). EOS is left as it is, as in Qwen2.5 base
+    checkpoints (EOS ``<|endoftext|>``, turns closed by ``<|im_end|>``). A model for it needs ``len(tokenizer)``
+    embeddings."""
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer

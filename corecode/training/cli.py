@@ -52,7 +52,13 @@ def _register_sft(app: typer.Typer) -> None:
         from corecode.training.sft import train_sft
 
         with stage_run(f"sft_{role}", p) as run, oom_guard(f"sft_{role}", _SFT_OOM_HINTS):
-            res = train_sft(role, p.sft, seed=p.seed, report_to=["mlflow"] if run.enabled else [])
+            res = train_sft(
+                role,
+                p.sft,
+                seed=p.seed,
+                report_to=["mlflow"] if run.enabled else [],
+                chat=p.generation.use_chat_template,
+            )
             run.log_metrics({"final_train_loss": res.train_loss or 0.0, "wall_time_s": res.wall_time_s})
             if res.eval_loss is not None:
                 run.log_metrics({"final_eval_loss": res.eval_loss})
@@ -80,11 +86,12 @@ def _sample_check(role: str, p, res) -> dict[str, float]:
     from corecode.training.sft import sample_check
 
     problems = read_problems(cfg.check_problems, cfg.check_n)
+    kw = {"max_new_tokens": cfg.check_max_new_tokens, "chat": p.generation.use_chat_template}
     if role == "planner":  # plans are checked for form only; nothing runs
-        check = sample_check(role, res.output_dir, problems, max_new_tokens=cfg.check_max_new_tokens)
+        check = sample_check(role, res.output_dir, problems, **kw)
     else:
         with Sandbox(p.sandbox) as sb:
-            check = sample_check(role, res.output_dir, problems, sandbox=sb, max_new_tokens=cfg.check_max_new_tokens)
+            check = sample_check(role, res.output_dir, problems, sandbox=sb, **kw)
     summary_path = res.log_path.with_name(f"sft_{role}_summary.json")
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary_path.write_text(json.dumps(summary | check, indent=1) + "\n")

@@ -29,11 +29,12 @@ class Sample:
     old_logps: torch.Tensor | None = None
 
 
-def _completion_ids(row: list[int], eos_id: int | None, pad_id: int | None) -> tuple[list[int], str]:
-    """Cut a generated row after its first EOS (kept, as TRL does) or drop trailing padding."""
-    if eos_id is not None and eos_id in row:
-        return row[: row.index(eos_id) + 1], "stop"
-    if pad_id is not None and pad_id != eos_id:
+def _completion_ids(row: list[int], eos_ids: set[int], pad_id: int | None) -> tuple[list[int], str]:
+    """Cut a generated row after its first stop token (kept, as TRL does) or drop trailing padding."""
+    for j, t in enumerate(row):
+        if t in eos_ids:
+            return row[: j + 1], "stop"
+    if pad_id is not None and pad_id not in eos_ids:
         while row and row[-1] == pad_id:
             row = row[:-1]
     return row, "length"
@@ -52,24 +53,28 @@ def generate_chunks(
     do_sample: bool = True,
     static_cache: bool = False,
     lean_decode: bool | None = False,
+    chat: bool | None = None,
 ) -> Iterator[list[list[Sample]]]:
     """Yield, chunk by chunk of prompts, ``n`` samples per prompt (so a caller can score a chunk while the next one
     is generated). Left padding; the model's own RNG stream (torch global) drives sampling. ``lean_decode``
-    samples with ``LeanDecoder`` instead of ``generate`` (None: on CPU only)."""
+    samples with ``LeanDecoder`` instead of ``generate`` (None: on CPU only). ``prompts`` are role prompts, fed as
+    evaluation feeds them (``corecode.generation.render``: the chat template when ``chat``, None = when the tokenizer
+    has one) and cut where evaluation stops (EOS, the model's EOS ids, the template's end-of-turn token)."""
     from corecode.generation.lean_decode import LeanDecoder
+    from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered
 
     was_training = model.training
     model.eval()
-    eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    eos_ids, pad_id = stop_token_ids(tokenizer, getattr(model, "generation_config", None)), tokenizer.pad_token_id
     extra = {"cache_implementation": "static"} if static_cache else {}
     use_lean = (lean_decode or (lean_decode is None and model.device.type == "cpu")) and LeanDecoder.supports(model)
     lean = LeanDecoder(model) if use_lean else None
     try:
         for start in range(0, len(prompts), chunk_size):
-            chunk = list(prompts[start : start + chunk_size])
+            chunk = [render_prompt(tokenizer, p, chat) for p in prompts[start : start + chunk_size]]
             # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
-            enc = tokenizer(
-                chunk,
+            enc = tokenizer.pad(
+                {"input_ids": tokenize_rendered(tokenizer, chunk)},
                 return_tensors="pt",
                 padding=True,
                 padding_side="left",
@@ -81,7 +86,7 @@ def generate_chunks(
                     *rows,
                     max_new_tokens,
                     pad_id=pad_id,
-                    eos_ids={eos_id} - {None},
+                    eos_ids=eos_ids,
                     temperature=temperature if do_sample else 0.0,
                     top_p=top_p,
                 ).tolist()
@@ -95,7 +100,7 @@ def generate_chunks(
                     top_p=top_p if do_sample else None,
                     top_k=None,
                     pad_token_id=pad_id,
-                    eos_token_id=eos_id,
+                    eos_token_id=sorted(eos_ids),
                     **extra,
                 )
                 gen = out[:, enc["input_ids"].shape[1] :].tolist()
@@ -104,7 +109,7 @@ def generate_chunks(
             for i, p_ids in enumerate(prompt_rows):
                 group = []
                 for j in range(n):
-                    ids, finish = _completion_ids(gen[i * n + j], eos_id, pad_id)
+                    ids, finish = _completion_ids(gen[i * n + j], eos_ids, pad_id)
                     text = tokenizer.decode(ids, skip_special_tokens=True)
                     group.append(Sample(p_ids, Completion(text, len(ids), ids, finish)))
                 result.append(group)

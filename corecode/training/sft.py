@@ -1,9 +1,12 @@
 """Supervised fine-tuning of one role (Planner, Coder or the single-model baseline) with TRL's SFTTrainer.
 
 ``corecode sft --role R`` reads ``data/processed/R.jsonl`` (TRL prompt/completion rows with a ``split`` column written
-by ``corecode build-data``), trains on ``split == "train"`` with the loss on completion tokens only and EOS appended
-(TRL does both for prompt/completion data), evaluates the loss on ``split == "val"``, and saves the final model and
-tokenizer with ``save_pretrained`` to ``data/checkpoints/sft_R/``. Intermediate Trainer checkpoints (if any) go to
+by ``corecode build-data``), tokenizes each row as evaluation will feed its prompt (``corecode.generation.render``:
+the prompt as plain text, or as a user message of the tokenizer's chat template, per ``generation.use_chat_template``;
+the completion ending with EOS, or with the template's end-of-turn token), trains on ``split == "train"`` (the loss on
+the completion only with ``sft.completion_only_loss``, TRL masking the prompt by the rows' ``completion_mask``),
+evaluates the loss on ``split == "val"``, and saves the final model and tokenizer with ``save_pretrained`` to
+``data/checkpoints/sft_R/``. Intermediate Trainer checkpoints (if any) go to
 ``sft.work_dir`` so the DVC output holds only the final model. The per-step log history is written to
 ``data/reports/train/sft_R.json`` (a list of records, for ``dvc plots`` and ``corecode report``); metrics go to MLflow
 through TRL's ``report_to=["mlflow"]`` when tracking is on.
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corecode.generation.render import use_chat
 from corecode.paths import CHECKPOINTS, PROCESSED, REPORTS
 from corecode.training.sft_config import ROLES, ResolvedSFT, SFTParams
 
@@ -231,15 +235,27 @@ def sft_trainer_class(fused_lm_head: bool | None):
     return LogitsLossSFTTrainer
 
 
+def tokenized_rows(rows: list[dict[str, str]], tokenizer, chat: bool):
+    """prompt/completion rows as the TRL dataset SFT trains on: ``input_ids`` and ``completion_mask`` per row, from
+    ``corecode.generation.render.sft_example`` (the prompt part is the ids generation feeds the model)."""
+    from datasets import Dataset
+
+    from corecode.generation.render import completion_end_id, sft_example
+
+    end = completion_end_id(tokenizer, chat)
+    return Dataset.from_list([sft_example(tokenizer, r["prompt"], r["completion"], chat, end) for r in rows])
+
+
 def build_sft_trainer(
     cfg: ResolvedSFT,
     data_path: str | Path,
     base_checkpoint: str | Path,
     report_to: list[str] | None = None,
+    chat: bool | None = None,
 ):
-    """Load the base checkpoint and the role's rows and return a ready TRL ``SFTTrainer`` (not yet trained)."""
+    """Load the base checkpoint and the role's rows and return a ready TRL ``SFTTrainer`` (not yet trained).
+    ``chat``: ``generation.use_chat_template`` (None: the chat template when the tokenizer has one)."""
     import torch
-    from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
 
     base = Path(base_checkpoint)
@@ -250,9 +266,7 @@ def build_sft_trainer(
         splits = read_pta_rows(data_path, data_path.with_name("coder.jsonl"))
     else:
         splits = read_sft_rows(data_path)
-    train_ds = Dataset.from_list(splits["train"])
     val_rows = splits["val"][: cfg.max_eval_rows] if cfg.max_eval_rows else splits["val"]
-    val_ds = Dataset.from_list(val_rows) if val_rows else None
 
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
@@ -260,6 +274,9 @@ def build_sft_trainer(
     tokenizer = AutoTokenizer.from_pretrained(base)
     if tokenizer.eos_token is None:
         raise ValueError(f"{base}: tokenizer has no eos_token; SFT appends EOS to every completion")
+    chat = use_chat(tokenizer, chat)
+    train_ds = tokenized_rows(splits["train"], tokenizer, chat)
+    val_ds = tokenized_rows(val_rows, tokenizer, chat) if val_rows else None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     # fp32 master weights always; bf16 means mixed precision (the Trainer autocasts), see build_sft_config.
@@ -286,6 +303,7 @@ def train_sft(
     output_dir: str | Path | None = None,
     log_path: str | Path | None = None,
     report_to: list[str] | None = None,
+    chat: bool | None = None,
 ) -> SFTResult:
     """Fine-tune ``role``'s model on its prompt/completion data and save it; see the module docstring.
 
@@ -298,7 +316,7 @@ def train_sft(
     d_data, d_out, d_log = default_paths(role)
     output_dir = Path(output_dir or d_out)
     log_path = Path(log_path or d_log)
-    trainer = build_sft_trainer(cfg, data_path or d_data, base_checkpoint or cfg.base_checkpoint, report_to)
+    trainer = build_sft_trainer(cfg, data_path or d_data, base_checkpoint or cfg.base_checkpoint, report_to, chat)
     tokenizer = trainer.processing_class
     work_dir = Path(trainer.args.output_dir)
     n_train = len(trainer.train_dataset)
@@ -347,6 +365,7 @@ def sample_check(
     *,
     sandbox=None,
     max_new_tokens: int = 192,
+    chat: bool | None = None,
 ) -> dict[str, float]:
     """Greedy-sample a freshly SFT'd role on held-out problems and measure what a loss curve cannot show.
 
@@ -365,7 +384,9 @@ def sample_check(
         prompts = [planner_prompt(p) for p in problems]
     else:
         prompts = [coder_prompt(p, p.plan if role == "coder" else None) for p in problems]
-    gen = TransformersGenerator(str(checkpoint), max_batch_size=32, dtype="float32", device="auto")
+    gen = TransformersGenerator(
+        str(checkpoint), max_batch_size=32, use_chat_template=chat, dtype="float32", device="auto"
+    )
     texts = [
         c[0].text for c in gen.generate(prompts, SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0))
     ]

@@ -29,14 +29,19 @@ def pta_prompt(problem: Problem) -> str:
     return planner_prompt(problem)
 
 
-def build_dataset(problems: list[Problem], plan_then_code: bool):
-    """TRL prompt-only dataset with the ``task_id`` column the sandbox reward needs."""
+def build_dataset(problems: list[Problem], plan_then_code: bool, tokenizer=None, chat: bool | None = None):
+    """TRL prompt-only dataset with the ``task_id`` column the sandbox reward needs. With a ``tokenizer`` the prompts
+    are rendered as evaluation renders them (``corecode.generation.render.render_prompt``; ``chat``:
+    ``generation.use_chat_template``) and TRL tokenizes that text (adding no special tokens for Qwen-family and the
+    embedded tokenizers, so the ids are evaluation's)."""
     from datasets import Dataset
 
     from corecode.agents.prompts import coder_prompt
+    from corecode.generation.render import render_prompt
 
     make = pta_prompt if plan_then_code else (lambda p: coder_prompt(p, None))
-    return Dataset.from_list([{"prompt": make(p), "task_id": p.task_id} for p in problems])
+    render = (lambda text: text) if tokenizer is None else (lambda text: render_prompt(tokenizer, text, chat))
+    return Dataset.from_list([{"prompt": render(make(p)), "task_id": p.task_id} for p in problems])
 
 
 def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_then_code: bool, report_to: list[str]):
@@ -115,6 +120,7 @@ def train_grpo_single(
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import GRPOTrainer
 
+    from corecode.generation.render import stop_token_ids
     from corecode.sandbox import Sandbox
     from corecode.training.rewards import SandboxCodeReward
     from corecode.training.sft import _merge_history, _peft_config
@@ -129,13 +135,18 @@ def train_grpo_single(
         raise FileNotFoundError(f"{model_path}: no model checkpoint (config.json); run `corecode sft` first")
 
     problems = read_problems(problems_path or cfg.train_problems, cfg.max_problems)
-    dataset = build_dataset(problems, plan_then_code)
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"  # generation pads prompts on the left
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(model_path)
+    dataset = build_dataset(problems, plan_then_code, tokenizer, params.generation.use_chat_template)
+    # TRL ends a completion at the model's generation-config EOS ids: make them the ids evaluation stops at (with a
+    # chat template, its end-of-turn token too).
+    stop, eos = stop_token_ids(tokenizer, model.generation_config), model.generation_config.eos_token_id
+    if stop != set(eos if isinstance(eos, list) else [eos]):
+        model.generation_config.eos_token_id = sorted(stop)
     work_dir = Path(cfg.work_dir) / name
     args = build_grpo_config(cfg, seed, work_dir, plan_then_code, report_to or [])
 

@@ -35,6 +35,7 @@ import torch
 from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
+from corecode.generation.render import completion_end_id, sft_example, use_chat
 from corecode.training.advantages import group_advantages
 from corecode.training.checkpointing import (
     claim_checkpoint_dir,
@@ -116,6 +117,7 @@ class _TwoRoleTrainer:
         accelerator=None,
         max_new_tokens: dict[str, int] | None = None,
         devices: dict[str, str | None] | None = None,
+        chat: bool | None = None,
     ):
         from accelerate import Accelerator
         from transformers import get_scheduler
@@ -200,6 +202,9 @@ class _TwoRoleTrainer:
             model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
+        # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
+        # decides), as evaluation renders them (corecode.generation.render).
+        self.chat = {name: use_chat(r.tokenizer, chat) for name, r in self.roles.items()}
         self.ptx_rows = self._load_ptx_rows() if params.ptx_coef else {}
         self.acc.register_for_checkpointing(self.state)
         self._loop_thread, self._loop, ready = start_event_loop_in_daemon(name="corecode-sandbox-scoring")
@@ -233,19 +238,18 @@ class _TwoRoleTrainer:
 
     def ptx_backward(self, role: str) -> float:
         """Accumulate ``ptx_coef`` x the language-modelling loss of a batch of the role's SFT rows (prompt and
-        completion, as the SFT stage trains: ``sft.completion_only_loss: false``). The batch is a function of the step
-        and the process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx
-        term."""
+        completion, tokenized as the SFT stage tokenizes them, ``corecode.generation.render.sft_example``, and trained
+        as it trains them with ``sft.completion_only_loss: false``). The batch is a function of the step and the
+        process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx term."""
         r = self.roles[role]
         rows = self.ptx_rows[role]
         rng = random.Random(f"{self.seed}-ptx-{role}-{self.state.step}-{self.acc.process_index}")
         batch = rng.sample(rows, min(self.cfg.ptx_batch_size, len(rows)))
         tok = r.tokenizer
         limit = getattr(self.acc.unwrap_model(r.model).config, "max_position_embeddings", None) or 2048
-        ids = [
-            tok(x["prompt"] + x["completion"], add_special_tokens=False)["input_ids"][: limit - 1] + [tok.eos_token_id]
-            for x in batch
-        ]
+        end = completion_end_id(tok, self.chat[role])
+        full = [sft_example(tok, x["prompt"], x["completion"], self.chat[role], end)["input_ids"] for x in batch]
+        ids = [x if len(x) <= limit else x[: limit - 1] + x[-1:] for x in full]  # a cut row keeps its end token
         width = max(len(x) for x in ids)
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         device = next(r.model.parameters()).device
@@ -338,6 +342,7 @@ class _TwoRoleTrainer:
             do_sample=not greedy,
             static_cache=self.cfg.static_cache,
             lean_decode=self.cfg.lean_decode,
+            chat=self.chat[role],
         )
 
     def gather(self, values: torch.Tensor) -> torch.Tensor:
@@ -517,7 +522,16 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
     role_names = ("planner", "coder")
 
     def __init__(
-        self, params: TeamGRPOParams, planner, coder, train_problems, sandbox, seed=0, val_problems=(), accelerator=None
+        self,
+        params: TeamGRPOParams,
+        planner,
+        coder,
+        train_problems,
+        sandbox,
+        seed=0,
+        val_problems=(),
+        accelerator=None,
+        chat: bool | None = None,
     ):
         super().__init__(
             params,
@@ -529,6 +543,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             accelerator,
             {"planner": params.max_plan_tokens, "coder": params.max_code_tokens},
             {"planner": params.planner_device, "coder": params.coder_device},
+            chat,
         )
 
     @staticmethod
@@ -654,7 +669,16 @@ class MAGRPOTrainer(_TwoRoleTrainer):
     role_names = ("helper", "main")
 
     def __init__(
-        self, params: MAGRPOParams, helper, main, train_problems, sandbox, seed=0, val_problems=(), accelerator=None
+        self,
+        params: MAGRPOParams,
+        helper,
+        main,
+        train_problems,
+        sandbox,
+        seed=0,
+        val_problems=(),
+        accelerator=None,
+        chat: bool | None = None,
     ):
         super().__init__(
             params,
@@ -666,6 +690,7 @@ class MAGRPOTrainer(_TwoRoleTrainer):
             accelerator,
             {"helper": params.max_helper_tokens, "main": params.max_main_tokens},
             {"helper": params.helper_device, "main": params.main_device},
+            chat,
         )
 
     def play(self, problems: list[Problem], group_size: int, greedy: bool = False):
@@ -760,7 +785,8 @@ def _run(
     second = first if cfg.shared_base else load_role_model(starts[1])  # shared base: one model, two adapters
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox(params.sandbox)
-    trainer = trainer_cls(cfg, first, second, train_problems, sandbox, params.seed, val_problems)
+    chat = params.generation.use_chat_template  # prompts rendered as evaluation renders them
+    trainer = trainer_cls(cfg, first, second, train_problems, sandbox, params.seed, val_problems, chat=chat)
     try:
         fingerprint = run_fingerprint(cfg.model_dump(mode="json"), params.seed, list(starts))
         if claim_checkpoint_dir(cfg.checkpoint_dir, fingerprint):
