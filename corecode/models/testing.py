@@ -111,25 +111,16 @@ QWEN25_CODER_SHAPES: dict[str, dict] = {
     ),
 }
 QWEN_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-# ChatML as Qwen2.5's instruct tokenizers render it (system turn added when the conversation has none).
-QWEN_CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}"
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "{% endif %}"
-    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 def qwen_style_tokenizer(tokenizer, instruct: bool):
     """``tokenizer`` given Qwen's special tokens: pad <|endoftext|>; EOS <|im_end|> and a ChatML template (instruct)
     or EOS <|endoftext|> and no template (base), as the hub's Qwen2.5-Coder tokenizers have them."""
-    tokenizer.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIAL_TOKENS[1:])})
+    add_chat_template(tokenizer)
     tokenizer.add_special_tokens({"pad_token": QWEN_SPECIAL_TOKENS[0]})
     tokenizer.eos_token = "<|im_end|>" if instruct else "<|endoftext|>"
-    tokenizer.chat_template = QWEN_CHAT_TEMPLATE if instruct else None
+    if not instruct:
+        tokenizer.chat_template = None
     tokenizer.padding_side = "left"
     return tokenizer
 
