@@ -1,0 +1,29 @@
+# Sourced by the GPU benchmark scripts: `step NAME CMD...` runs a command, appends its output to $R/log and one line
+# to $R/steps.tsv: name, exit code, seconds, peak memory.used of the busiest GPU (nvidia-smi, polled every 250 ms).
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0
+CLI="python3 -m corecode.cli"
+step() {
+  local name=$1; shift; local t0=$(date +%s.%N)
+  echo "=== $name: $*" >>"$R/log"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$R/mem.$name" 2>/dev/null &
+  local poll=$!
+  "$@" >>"$R/log" 2>&1; local rc=$?
+  kill $poll 2>/dev/null; wait $poll 2>/dev/null
+  local peak=$(sort -n "$R/mem.$name" 2>/dev/null | tail -1)
+  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" "${peak:-?}MiB" \
+    | tee -a "$R/steps.tsv"
+  return $rc
+}
+# The first sandbox isolation that passes the canonical-solutions self-test (bubblewrap is usually absent on GPU
+# hosts); sets ISO_SET to the --set arguments that select it. Needs $P written by the caller's `profile apply`.
+pick_isolation() {
+  ISO_SET=()
+  for combo in "bwrap true" "unshare true" "unshare false" "none false"; do
+    set -- $combo
+    if $CLI sandbox-selftest --params "$P" --isolation $1 >>"$R/log" 2>&1; then
+      ISO_SET=(--set "sandbox.isolation=$1" --set "sandbox.cgroup=$2"); echo "sandbox: $1 cgroup=$2" >>"$R/steps.tsv"
+      return 0
+    fi
+  done
+  return 1
+}
