@@ -29,7 +29,8 @@ _TEAM_OOM_HINTS = (
     "lower grpo.team.generation_batch_size (prompts per generate call)",
     "lower grpo.team.problems_per_step, grpo.team.num_plans or grpo.team.num_programs (the group sizes)",
     "lower grpo.team.max_plan_tokens / grpo.team.max_code_tokens",
-    "set grpo.team.gradient_checkpointing: true, grpo.team.bf16: true, or grpo.team.lora.enabled: true",
+    "set grpo.team.gradient_checkpointing: true, or grpo.team.lora.enabled and bf16: true (a bf16 base per role)",
+    "share one base between the roles: grpo.team.shared_base: true (with LoRA)",
     "put the roles on two GPUs: grpo.team.planner_device: cuda:0, grpo.team.coder_device: cuda:1",
 )
 

@@ -12,9 +12,9 @@ the embedded default (a 2M-parameter model on a 2-core CPU); profiles override t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from corecode.models.config import LoraParams
 from corecode.training.rewards_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
@@ -26,6 +26,21 @@ _ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "
 def _team_lora() -> LoraParams:
     # No dropout: the adapter's output must be the same in the rollout and in the loss.
     return LoraParams(r=16, alpha=16, dropout=0.0, target_modules=list(_ALL_LINEAR))
+
+
+class RoleModelParams(BaseModel):
+    """One role's model settings in a two-role trainer (``grpo.team.roles.planner``, ``grpo.magrpo.roles.main``, ...);
+    a field left out takes the section's value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _only_set(self, handler):
+        return {k: v for k, v in handler(self).items() if v is not None}  # params.yaml lists only what a role changes
+
+    lora: LoraParams | None = Field(None, description="This role's LoRA adapter: the keys given replace the section's.")
+    gradient_checkpointing: bool | None = Field(None, description="Gradient checkpointing in this role's model.")
+    attn_implementation: str | None = Field(None, description="attn_implementation this role's model is loaded with.")
 
 
 class TwoRoleGRPOParams(BaseModel):
@@ -114,8 +129,9 @@ class TwoRoleGRPOParams(BaseModel):
     )
     shared_base: bool = Field(
         False,
-        description="One base model (the first role's start) + one LoRA adapter per "
-        "role instead of two models; needs lora.enabled; one process.",
+        description="One base model + one LoRA adapter per role instead of two models; needs lora.enabled; one "
+        "process. The base is the first role's start, with fresh adapters; or, when both starts are LoRA adapter "
+        "directories on the same base (sft.lora.merge: false), that base with each role's adapter trained on.",
     )
 
     # Checkpoints, evaluation during training
@@ -126,21 +142,68 @@ class TwoRoleGRPOParams(BaseModel):
     eval_problems: int = Field(16, ge=0, description="Size of the val subset evaluated during training (0: skip).")
 
     # Hardware
-    bf16: bool = Field(False, description="bf16 autocast with fp32 master weights and a bf16 sampling copy (GPU).")
-    gradient_checkpointing: bool = Field(False, description="Gradient checkpointing in both role models.")
+    bf16: bool = Field(
+        False,
+        description="bf16 for both roles (one accelerate mixed-precision setting). A full fine-tune keeps fp32 master "
+        "weights under bf16 autocast and samples from a bf16 copy synced every step; with LoRA the frozen base is "
+        "loaded in bf16, only the adapter is fp32, and the model samples itself (no copy).",
+    )
+    gradient_checkpointing: bool = Field(False, description="Gradient checkpointing in the role models.")
+    attn_implementation: str | None = Field(
+        None,
+        description="transformers attn_implementation the role models are loaded with (sdpa, eager, "
+        "flash_attention_2, ...); None: transformers' default.",
+    )
+    roles: dict[str, RoleModelParams] = Field(
+        default_factory=dict,
+        description="Per-role overrides of lora, gradient_checkpointing and attn_implementation, keyed by role name "
+        "(grpo.team: planner, coder; grpo.magrpo: helper, main). With shared_base only lora may differ.",
+    )
+
+    role_names: ClassVar[tuple[str, ...]] = ()
+
+    def role_model(self, role: str) -> RoleModelParams:
+        """``role``'s lora, gradient_checkpointing and attn_implementation: its override, else the section's."""
+        own = self.roles.get(role, RoleModelParams())
+        return RoleModelParams(
+            lora=self.lora
+            if own.lora is None
+            else self.lora.model_copy(update=own.lora.model_dump(exclude_unset=True)),
+            gradient_checkpointing=self.gradient_checkpointing
+            if own.gradient_checkpointing is None
+            else own.gradient_checkpointing,
+            attn_implementation=own.attn_implementation or self.attn_implementation,
+        )
 
     @model_validator(mode="after")
-    def _check_lora(self):
-        if self.shared_base and not self.lora.enabled:
-            raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
-        if self.lora.enabled and not self.lora.merge:
-            raise ValueError("lora.merge: the GRPO trainers save merged checkpoints; set it true")
+    def _check_roles(self):
+        unknown = sorted(set(self.roles) - set(self.role_names))
+        if unknown and self.role_names:
+            raise ValueError(f"roles: {', '.join(unknown)} is no role of this trainer ({', '.join(self.role_names)})")
+        for role in self.role_names:
+            lora = self.role_model(role).lora
+            if self.shared_base and not lora.enabled:
+                raise ValueError(
+                    f"shared_base needs lora.enabled: true for every role ({role}: one LoRA adapter per role on one "
+                    "base)"
+                )
+            if lora.enabled and not lora.merge:
+                raise ValueError(f"lora.merge ({role}): the GRPO trainers save merged checkpoints; set it true")
+        if self.shared_base:
+            for role, own in self.roles.items():
+                if own.gradient_checkpointing is not None or own.attn_implementation is not None:
+                    raise ValueError(
+                        f"roles.{role}: with shared_base both roles are one model; set gradient_checkpointing and "
+                        "attn_implementation for the section, not per role"
+                    )
         return self
 
 
 class TeamGRPOParams(TwoRoleGRPOParams):
     """Collaborative GRPO of the Planner -> Coder team (``corecode grpo-team``): G_p plans per problem, G_c programs
     per plan; the Planner is rewarded through the Coder's results with its plan."""
+
+    role_names: ClassVar[tuple[str, ...]] = ("planner", "coder")
 
     planner_model: str = Field("data/checkpoints/sft_planner", description="Planner start (and KL reference).")
     coder_model: str = Field("data/checkpoints/sft_coder", description="Coder start (and KL reference).")
@@ -175,6 +238,8 @@ class TeamGRPOParams(TwoRoleGRPOParams):
 class MAGRPOParams(TwoRoleGRPOParams):
     """MAGRPO-style helper/main GRPO (``corecode grpo-magrpo``): the helper writes helper functions, the main agent
     the entry point; one shared tiered reward per joint program."""
+
+    role_names: ClassVar[tuple[str, ...]] = ("helper", "main")
 
     helper_model: str = Field("data/checkpoints/sft_coder", description="Helper start (and KL reference).")
     main_model: str = Field("data/checkpoints/sft_coder", description="Main agent start (and KL reference).")

@@ -140,6 +140,16 @@ def _resolve_dtype(name: str):
     return (torch.float32, use_bf16)
 
 
+def base_weight_dtype(cfg):
+    """The dtype a trainer loads its model in (``cfg``: one role's ``sft``, or ``grpo.single``): fp32 master weights
+    for a full fine-tune (bf16 is then the Trainer's autocast); with LoRA under bf16 the frozen base in bf16 (peft
+    keeps the adapter in fp32), half the memory."""
+    import torch
+
+    _, bf16 = _resolve_dtype(cfg.dtype)
+    return torch.bfloat16 if bf16 and cfg.lora.enabled else torch.float32
+
+
 def checkpointing_kwarg(args_cls: type, enabled: bool) -> dict[str, bool]:
     """``{"activation_checkpointing": enabled}`` on transformers >= 5.2x, ``{"gradient_checkpointing": ...}`` before.
 
@@ -256,11 +266,20 @@ def build_sft_trainer(
     """Load the base checkpoint and the role's rows and return a ready TRL ``SFTTrainer`` (not yet trained).
     ``chat``: ``generation.use_chat_template`` (None: the chat template when the tokenizer has one)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers import set_seed
 
-    base = Path(base_checkpoint)
-    if not (base / "config.json").exists():
-        raise FileNotFoundError(f"{base}: no model checkpoint (config.json) here; run `corecode init-model` first")
+    from corecode.models.factory import check_source, load_model, load_tokenizer
+    from corecode.models.memory import check_fits_gpu, role_bytes
+
+    base, key = str(base_checkpoint), "sft.base_checkpoint"
+    check_source(base, key, hint=" (run `corecode init-model` first)")
+    weight_dtype = base_weight_dtype(cfg)
+    check_fits_gpu(
+        role_bytes(base, cfg.lora, weight_dtype),
+        f"sft --role {cfg.role} on {base}",
+        "set sft.lora.enabled: true (the frozen base is then loaded in bf16 on such a GPU), or apply a smaller "
+        "profile (`corecode profile list`)",
+    )
     if cfg.role == "pta":
         data_path = Path(data_path)
         splits = read_pta_rows(data_path, data_path.with_name("coder.jsonl"))
@@ -271,16 +290,13 @@ def build_sft_trainer(
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
     set_seed(cfg.seed)
-    tokenizer = AutoTokenizer.from_pretrained(base)
+    tokenizer = load_tokenizer(base, key=key)
     if tokenizer.eos_token is None:
         raise ValueError(f"{base}: tokenizer has no eos_token; SFT appends EOS to every completion")
     chat = use_chat(tokenizer, chat)
     train_ds = tokenized_rows(splits["train"], tokenizer, chat)
     val_ds = tokenized_rows(val_rows, tokenizer, chat) if val_rows else None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    # fp32 master weights always; bf16 means mixed precision (the Trainer autocasts), see build_sft_config.
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model = load_model(base, weight_dtype, attn_implementation=cfg.attn_implementation, key=key)
     work_dir = Path(cfg.work_dir) / f"sft_{cfg.role}"
     args = build_sft_config(cfg, work_dir, has_eval=val_ds is not None, report_to=report_to or [])
     return sft_trainer_class(cfg.fused_lm_head)(

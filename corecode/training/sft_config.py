@@ -42,6 +42,10 @@ class SFTRoleParams(BaseModel):
     logging_steps: int | None = Field(None, description="Override of sft.logging_steps for this role.")
     completion_only_loss: bool | None = Field(None, description="Override of sft.completion_only_loss for this role.")
     seed: int | None = Field(None, description="Override of the training seed for this role (default: global seed).")
+    dtype: Literal["auto", "float32", "bfloat16"] | None = Field(None, description="Override of sft.dtype.")
+    gradient_checkpointing: bool | None = Field(None, description="Override of sft.gradient_checkpointing.")
+    attn_implementation: str | None = Field(None, description="Override of sft.attn_implementation.")
+    lora: LoraParams | None = Field(None, description="Override of sft.lora: the keys given replace the section's.")
 
 
 class SFTParams(BaseModel):
@@ -83,9 +87,16 @@ class SFTParams(BaseModel):
         "data/work", description="Where the Trainer's intermediate checkpoints go (outside the DVC output dir)."
     )
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto", description="Training dtype: auto = bf16 mixed precision on a CUDA GPU that supports it, else fp32."
+        "auto",
+        description="Training dtype: auto = bf16 on a CUDA GPU that supports it, else fp32. bf16 is mixed precision "
+        "over fp32 weights for a full fine-tune; with LoRA the frozen base is loaded in bf16, the adapter kept fp32.",
     )
     gradient_checkpointing: bool = Field(False, description="Trade compute for memory (large models on GPU).")
+    attn_implementation: str | None = Field(
+        None,
+        description="transformers attn_implementation the model is loaded with (sdpa, eager, flash_attention_2, ...); "
+        "None: transformers' default.",
+    )
     fused_lm_head: bool | None = Field(
         None,
         description="TRL's fused, chunked LM-head loss (never builds the full logits; saves memory with large "
@@ -118,7 +129,10 @@ class SFTParams(BaseModel):
         if role not in ROLES:
             raise ValueError(f"sft: unknown role {role!r}; expected one of {', '.join(ROLES)}")
         base = self.model_dump(exclude={"planner", "coder", "single", "pta"})
-        override = getattr(self, role).model_dump(exclude_none=True)
+        own = getattr(self, role)
+        override = own.model_dump(exclude_none=True)
+        if own.lora is not None:  # the keys a role gives replace the section's, the others stay
+            override["lora"] = self.lora.model_copy(update=own.lora.model_dump(exclude_unset=True)).model_dump()
         base.update(override)
         base.setdefault("seed", default_seed)
         return ResolvedSFT(role=role, **base)

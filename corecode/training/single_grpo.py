@@ -20,7 +20,7 @@ from typing import Any
 from corecode.agents.prompts import planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
-from corecode.training.sft import checkpointing_kwarg, save_final_model, warmup_kwarg
+from corecode.training.sft import base_weight_dtype, checkpointing_kwarg, save_final_model, warmup_kwarg
 from corecode.training.single_grpo_config import SingleGRPOParams
 
 
@@ -88,6 +88,25 @@ def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_the
     )
 
 
+def load_policy(cfg: SingleGRPOParams, model_path: str | Path, plan_then_code: bool = False):
+    """(model, tokenizer) the run starts from, through ``corecode.models.factory``; a source that cannot be loaded or
+    a model too big for the GPU stops here, naming the key."""
+    from corecode.models.factory import check_source, load_model, load_tokenizer
+    from corecode.models.memory import check_fits_gpu, role_bytes
+
+    key = "grpo.single.pta_model" if plan_then_code else "grpo.single.model"
+    check_source(model_path, key, hint=f" (run `corecode sft --role {'pta' if plan_then_code else 'single'}` first)")
+    weight_dtype = base_weight_dtype(cfg)
+    check_fits_gpu(
+        role_bytes(model_path, cfg.lora, weight_dtype),
+        f"{key} {model_path}",
+        "set grpo.single.lora.enabled: true, or apply a smaller profile (`corecode profile list`)",
+    )
+    tokenizer = load_tokenizer(model_path, key=key)  # pads on the left, as generation needs
+    model = load_model(model_path, weight_dtype, attn_implementation=cfg.attn_implementation, key=key)
+    return model, tokenizer
+
+
 @dataclass
 class SingleGRPOResult:
     output_dir: Path
@@ -117,7 +136,7 @@ def train_grpo_single(
     ``sandbox`` is an open ``corecode.sandbox.Sandbox`` to reuse; by default one is opened from ``params.sandbox``.
     ``extra_reward_funcs`` are appended to ``reward_funcs`` (TRL sums them).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers import set_seed
     from trl import GRPOTrainer
 
     from corecode.generation.render import stop_token_ids
@@ -131,16 +150,9 @@ def train_grpo_single(
     model_path = Path(model_path or (cfg.pta_model if plan_then_code else cfg.model))
     output_dir = Path(output_dir or (cfg.pta_output if plan_then_code else cfg.output))
     log_path = Path(log_path or Path(cfg.log_dir) / f"{name}.json")
-    if not (model_path / "config.json").exists():
-        raise FileNotFoundError(f"{model_path}: no model checkpoint (config.json); run `corecode sft` first")
-
     problems = read_problems(problems_path or cfg.train_problems, cfg.max_problems)
     set_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    tokenizer.padding_side = "left"  # generation pads prompts on the left
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model, tokenizer = load_policy(cfg, model_path, plan_then_code)
     dataset = build_dataset(problems, plan_then_code, tokenizer, params.generation.use_chat_template)
     # TRL ends a completion at the model's generation-config EOS ids: make them the ids evaluation stops at (with a
     # chat template, its end-of-turn token too).

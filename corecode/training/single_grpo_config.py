@@ -56,7 +56,14 @@ class SingleGRPOParams(BaseModel):
     save_steps: int | None = Field(None, description="Resumable Trainer checkpoints every N steps (None = final only).")
     plan_format_weight: float = Field(0.1, ge=0.0, description="--plan-then-code: weight of the plan-format term.")
     seed: int | None = Field(None, description="Training seed (default: the global seed).")
-    dtype: Literal["auto", "float32", "bfloat16"] = Field("auto", description="auto = bf16 on a CUDA GPU, else fp32.")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="auto = bf16 on a CUDA GPU, else fp32. bf16 is mixed precision over fp32 weights for a full "
+        "update; with LoRA the frozen base is loaded in bf16 and the adapter kept fp32.",
+    )
+    attn_implementation: str | None = Field(
+        None, description="transformers attn_implementation (sdpa, eager, flash_attention_2, ...); None: its default."
+    )
     gradient_checkpointing: bool = Field(
         False, description="Activation checkpointing (TRL's GRPOConfig turns it on by default; off is faster on CPU)."
     )

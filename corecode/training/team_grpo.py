@@ -11,8 +11,10 @@ assembled from the same pieces TRL itself uses: transformers models, ``generate`
 and its loss arithmetic (``rollout.py``), TRL's advantage arithmetic (``advantages.py``) and its daemon event loop so
 sandbox scoring of one generation chunk overlaps generation of the next.
 
-Roles are two separate models (full fine-tune, or a LoRA adapter each: ``grpo.lora_r``) or one base with one LoRA
-adapter per role (``grpo.team.shared_base``). Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
+Roles are two separate models (full fine-tune, or a LoRA adapter each: ``grpo.team.lora``, per role
+``grpo.team.roles``) or one base with one LoRA adapter per role (``grpo.team.shared_base``), all loaded through
+``corecode.models.factory``; with LoRA under ``bf16`` the frozen base is bf16 and only the adapters are fp32.
+Checkpoints (``checkpointing.py``) make a SIGKILLed run resume exactly.
 ``grpo.ptx_coef`` adds InstructGPT's PPO-ptx term (the role's SFT loss in every update), which TRL does not offer and
 which the embedded default needs to take GRPO steps large enough to matter without unlearning SFT.
 """
@@ -123,6 +125,7 @@ class _TwoRoleTrainer:
         from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
 
+        from corecode.models.factory import enable_gradient_checkpointing
         from corecode.models.lora import lora_config
 
         self.cfg = params
@@ -137,7 +140,7 @@ class _TwoRoleTrainer:
                 "grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
                 "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1"
             )
-        if self.fsdp and (not params.bf16 or params.lora.enabled):
+        if self.fsdp and (not params.bf16 or any(params.role_model(r).lora.enabled for r in self.role_names)):
             raise ValueError(
                 "grpo-team under FSDP needs bf16: true and lora.enabled: false: rollouts are sampled from "
                 "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
@@ -148,27 +151,36 @@ class _TwoRoleTrainer:
         self.roles: dict[str, Role] = {}
         devices = devices or {}
         self.shared = None  # one base + one LoRA adapter per role (shared_base)
-        # bf16: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16 copy of the
-        # policy that does all sampling, refreshed after every optimizer step (what TRL does for its vLLM sampler).
-        # Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile, and the
-        # fp32 model under autocast cannot generate with a static KV cache (cache dtype fp32, k/v bf16).
+        # bf16, full fine-tune: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16
+        # copy of the policy that does all sampling, refreshed after every optimizer step (what TRL does for its vLLM
+        # sampler). Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile,
+        # and the fp32 model under autocast cannot generate with a static KV cache (cache dtype fp32, k/v bf16).
+        # bf16 with LoRA: the frozen base is bf16 (cast here if it was loaded in fp32), peft keeps the adapter fp32
+        # (the only master weights), and the model samples itself: no copy.
         self.samplers: dict[str, torch.nn.Module] = {}
+        from peft import PeftModel, get_peft_model
+
         if params.shared_base:
-            if not params.lora.enabled:
+            if not all(params.role_model(role).lora.enabled for role in self.role_names):
                 raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
             if self.acc.num_processes > 1:
                 raise ValueError("shared_base runs in one process; use separate role models for multi-GPU")
-            from peft import get_peft_model
-
             base, _ = models[self.role_names[0]]
-            self.shared = get_peft_model(base, lora_config(params.lora), adapter_name=self.role_names[0])
-            self.shared.add_adapter(self.role_names[1], lora_config(params.lora))
+            if isinstance(base, PeftModel):  # the roles' own adapters on one base (_run: SFT adapter directories)
+                self.shared = base
+            else:
+                if params.bf16:
+                    base.to(torch.bfloat16)
+                first, second = self.role_names
+                self.shared = get_peft_model(base, lora_config(params.role_model(first).lora), adapter_name=first)
+                self.shared.add_adapter(second, lora_config(params.role_model(second).lora))
         for name in self.role_names:
+            role_cfg = params.role_model(name)
             model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
             if tok.pad_token_id is None:
                 tok.pad_token = tok.eos_token
-            if params.gradient_checkpointing:
-                model.gradient_checkpointing_enable()
+            if role_cfg.gradient_checkpointing:
+                enable_gradient_checkpointing(model)
             dev = devices.get(name) if self.shared is None else None
             if dev is not None:
                 model.to(dev)
@@ -178,20 +190,19 @@ class _TwoRoleTrainer:
                 for weight in train_params:
                     weight.requires_grad_(True)
             else:
-                if params.lora.enabled:
-                    from peft import get_peft_model
-
-                    model = get_peft_model(model, lora_config(params.lora))
+                if role_cfg.lora.enabled:
+                    if params.bf16:
+                        model.to(torch.bfloat16)
+                    model = get_peft_model(model, lora_config(role_cfg.lora))
                 elif params.beta:
                     ref = copy.deepcopy(model).eval().requires_grad_(False)
                     if dev is None:
                         ref.to(self.acc.device)
                 train_params = [w for w in model.parameters() if w.requires_grad]
-            if params.lora.enabled and params.beta:
+            if role_cfg.lora.enabled and params.beta:
                 ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
-            if params.bf16 and name not in self.samplers:  # one copy for both roles when they share a base
-                sampler = self._bf16_sampler(model, dev)
-                self.samplers.update({n: sampler for n in (self.role_names if self.shared is not None else [name])})
+            if params.bf16 and not role_cfg.lora.enabled:
+                self.samplers[name] = self._bf16_sampler(model, dev)
             opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
             sch = get_scheduler(
                 params.lr_scheduler_type,
@@ -499,7 +510,7 @@ class _TwoRoleTrainer:
         for name, out in outputs.items():
             r = self.roles[name]
             model = self.acc.unwrap_model(r.model)
-            if self.cfg.lora.enabled:  # outputs are plain checkpoints: merge the role's adapter into a copy of the base
+            if self.cfg.role_model(name).lora.enabled:  # outputs are plain checkpoints: the adapter merged in a copy
                 model = copy.deepcopy(model).merge_and_unload(adapter_names=[name] if self.shared else None)
             model.save_pretrained(out)
             r.tokenizer.save_pretrained(out)
@@ -749,16 +760,89 @@ class MAGRPOTrainer(_TwoRoleTrainer):
 # Entry points
 
 
-def load_role_model(path: str):
-    """A role's model + tokenizer from a save_pretrained directory (SFT output). Always fp32: these are the master
-    weights; ``bf16`` is applied by the trainer as autocast + a bf16 sampling copy, never to them."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_role_model(path: str, dtype: torch.dtype = torch.float32, *, attn_implementation=None, key: str = ""):
+    """A role's model (on the CPU; the trainer places it) + tokenizer, through ``corecode.models.factory`` (a
+    checkpoint dir, hub id, pointer or LoRA adapter dir). fp32 unless the trainer asks for a bf16 frozen base (LoRA
+    under ``bf16``); ``key`` is the params key named when the source cannot be loaded."""
+    from corecode.models.factory import load_model, load_tokenizer
 
-    if not Path(path).exists():
-        raise FileNotFoundError(f"{path}: model checkpoint not found (run `corecode sft` for this role first)")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(path)
-    return model, tok
+    key = key or "role model"
+    model = load_model(path, dtype, "cpu", attn_implementation=attn_implementation, key=key)
+    return model, load_tokenizer(path, key=key)
+
+
+def _weight_dtype(cfg: TwoRoleGRPOParams, role: str) -> torch.dtype:
+    """bf16 for a frozen base under a LoRA adapter with ``bf16``; fp32 master weights otherwise."""
+    return torch.bfloat16 if cfg.bf16 and cfg.role_model(role).lora.enabled else torch.float32
+
+
+def _load_roles(cfg: TwoRoleGRPOParams, names: tuple[str, str], starts: tuple[str, str], keys: list[str]):
+    """The two roles' (model, tokenizer): separate models, or one shared base. A shared base whose starts are both
+    LoRA adapter directories (``sft.lora.merge: false``) is that base loaded once, each role's adapter trainable on
+    it; otherwise the first start is the base and the trainer adds fresh adapters."""
+    from corecode.models.factory import ModelSourceError, adapter_base, load_tokenizer, resolve_source
+    from corecode.models.lora import load_role_model as load_with_adapter
+
+    dtype = {name: _weight_dtype(cfg, name) for name in names}
+    bases = [adapter_base(start) for start in starts]
+    if not (cfg.shared_base and all(bases)):
+        first = load_role_model(
+            starts[0], dtype[names[0]], attn_implementation=cfg.role_model(names[0]).attn_implementation, key=keys[0]
+        )
+        if cfg.shared_base:
+            return first, first
+        return first, load_role_model(
+            starts[1], dtype[names[1]], attn_implementation=cfg.role_model(names[1]).attn_implementation, key=keys[1]
+        )
+    if resolve_source(bases[0]) != resolve_source(bases[1]):
+        raise ModelSourceError(
+            f"{keys[0]}, {keys[1]}: shared_base needs both adapters on one base, got {bases[0]!r} and {bases[1]!r}"
+        )
+    if cfg.beta:
+        raise ModelSourceError(
+            f"{keys[0].rsplit('.', 1)[0]}.beta: with SFT adapters on a shared base the KL reference (adapters off) "
+            "would be the base before SFT; set beta: 0, or sft.lora.merge: true to start from merged checkpoints"
+        )
+    model = load_with_adapter(
+        bases[0],
+        starts[0],
+        dtype=dtype[names[0]],
+        device="cpu",
+        trainable=True,
+        adapter_name=names[0],
+        attn_implementation=cfg.attn_implementation,
+    )
+    model.load_adapter(starts[1], adapter_name=names[1], is_trainable=True)
+    shared = (model, load_tokenizer(starts[0], key=keys[0]))
+    return shared, shared
+
+
+def _check_fits(cfg: TwoRoleGRPOParams, names: tuple[str, str], starts: tuple[str, str], section: str) -> None:
+    """Stop before loading when the roles' weights and optimizer state cannot fit the GPU (CUDA only)."""
+    from corecode.models.memory import check_fits_gpu, parameter_counts, role_bytes, training_bytes
+
+    trained = {name: name not in cfg.frozen_roles for name in names}
+    if cfg.shared_base:
+        n_params, _ = parameter_counts(starts[0])
+        n_lora = sum(parameter_counts(starts[0], cfg.role_model(n).lora)[1] for n in names if trained[n])
+        need = training_bytes(n_params, 2 if cfg.bf16 else 4, n_lora)
+    else:
+        need = sum(
+            role_bytes(
+                start,
+                cfg.role_model(name).lora,
+                _weight_dtype(cfg, name),
+                sampler=cfg.bf16 and not cfg.role_model(name).lora.enabled,
+                trained=trained[name],
+            )
+            for name, start in zip(names, starts)
+        )
+    check_fits_gpu(
+        need,
+        f"{section} with {starts[0]} and {starts[1]}",
+        f"set {section}.lora.enabled: true and {section}.bf16: true (a bf16 base per role, fp32 adapters), "
+        f"{section}.shared_base: true (one base for both roles), or apply a smaller profile (`corecode profile list`)",
+    )
 
 
 def _run(
@@ -775,14 +859,20 @@ def _run(
     """Load the two roles' start checkpoints, train from the last checkpoint (if any), save both roles."""
     from transformers import set_seed
 
+    from corecode.models.factory import check_source
     from corecode.sandbox import Sandbox
 
     set_seed(params.seed)
     train_problems = train_problems if train_problems is not None else read_problems(cfg.train_problems)
     if val_problems is None:
         val_problems = read_problems(cfg.val_problems) if cfg.eval_problems and Path(cfg.val_problems).exists() else []
-    first = load_role_model(starts[0])
-    second = first if cfg.shared_base else load_role_model(starts[1])  # shared base: one model, two adapters
+    names = trainer_cls.role_names
+    section = "grpo.team" if trainer_cls is TeamGRPOTrainer else "grpo.magrpo"
+    keys = [f"{section}.{name}_model" for name in names]
+    for start, key in zip(starts, keys):
+        check_source(start, key, hint=" (run `corecode sft` for this role first)")
+    _check_fits(cfg, names, starts, section)
+    first, second = _load_roles(cfg, names, starts, keys)
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox(params.sandbox)
     chat = params.generation.use_chat_template  # prompts rendered as evaluation renders them

@@ -85,3 +85,37 @@ def test_non_finite_gradient_skips_the_update(tmp_path, monkeypatch):
             trainer.close()
     assert metrics["coder/skipped_update"] == 1.0 and metrics["planner/skipped_update"] == 0.0
     assert all(torch.equal(before[k], v) for k, v in coder[0].state_dict().items())  # weights untouched
+
+
+def test_bf16_with_lora_per_role_trains_fp32_adapters_on_bf16_bases(tmp_path):
+    """LoRA under bf16: each frozen base is bf16, only the adapters are fp32 and train, and the roles sample with the
+    model itself (no bf16 copy). The Coder's rank comes from grpo.team.roles.coder, the Planner's from the section."""
+    from peft import PeftModel
+    from transformers import set_seed
+
+    planner, coder = (load_role_model(str(d)) for d in build_team(tmp_path / "sft"))
+    set_seed(0)
+    p = one_step_params(
+        tmp_path, eval_problems=0, bf16=True, lora_r=4, learning_rate=1e-2, roles={"coder": {"lora": {"r": 8}}}
+    )
+    with Sandbox(SandboxParams(workers=2, cache_dir=None)) as sandbox:
+        trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+        try:
+            assert trainer.samplers == {}
+            models = {role: trainer.acc.unwrap_model(trainer.roles[role].model) for role in ("planner", "coder")}
+            for model in models.values():
+                assert isinstance(model, PeftModel)
+                trainable = {n: w for n, w in model.named_parameters() if w.requires_grad}
+                assert trainable and all("lora_" in n and w.dtype == torch.float32 for n, w in trainable.items())
+                assert {w.dtype for n, w in model.named_parameters() if "lora_" not in n} == {torch.bfloat16}
+            ranks = {role: model.peft_config["default"].r for role, model in models.items()}
+            assert ranks == {"planner": 4, "coder": 8}
+            before = {role: weights(model) for role, model in models.items()}
+            metrics = trainer.train_step()
+        finally:
+            trainer.close()
+    assert all(torch.isfinite(torch.tensor(v)) for k, v in metrics.items() if k.endswith("/loss"))
+    for role, model in models.items():
+        after = model.state_dict()
+        moved = [k for k, v in before[role].items() if not torch.equal(v, after[k])]
+        assert moved and all("lora_" in k for k in moved), role  # the adapters moved, the base did not
