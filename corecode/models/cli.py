@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params, output_path
 from corecode.paths import CHECKPOINTS, PARAMS_FILE, PROCESSED
 
 DEFAULT_CORPUS = [PROCESSED / "planner.jsonl", PROCESSED / "coder.jsonl", PROCESSED / "single.jsonl"]
@@ -19,28 +19,48 @@ def register(app: typer.Typer) -> None:
     @app.command("init-model")
     def init_model(
         params_file: Path = PARAMS_OPTION,
-        out: Path = typer.Option(CHECKPOINTS / "base", help="Checkpoint directory to write."),
+        out: Path = typer.Option(None, help="Checkpoint directory to write (default data/checkpoints/base)."),
         corpus: list[Path] = typer.Option(
             DEFAULT_CORPUS, help="Training corpus JSONL files (prompt/completion rows) for the tokenizer."
         ),
-        profile: str | None = typer.Option(None, help="Apply a built-in profile (corecode/models/profiles.py)."),
         set_: list[str] = SET_OPTION,
     ) -> None:
-        """Train the BPE tokenizer and initialise the embedded model, or copy/point to a hub checkpoint."""
+        """Train the BPE tokenizer and initialise the embedded model, or copy/point to a hub checkpoint.
+
+        A profile is applied to the params file first (`corecode profile apply NAME`), not here."""
         import json
 
-        from corecode.models.factory import init_base_checkpoint
-        from corecode.models.profiles import PROFILES
+        from corecode.models.factory import ModelSourceError, init_base_checkpoint
 
-        overrides = list(set_ or [])
-        if profile is not None:
-            if profile not in PROFILES:
-                fail(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
-            # The profile's dotted keys as KEY=VALUE overrides (JSON is YAML), before --set's so that --set wins.
-            overrides = [f"{key}={json.dumps(value)}" for key, value in PROFILES[profile].items()] + overrides
-        params = load_cli_params(params_file, overrides)
-        summary = init_base_checkpoint(params.model, corpus, out, seed=params.seed)
+        params = load_cli_params(params_file, set_)
+        try:
+            check_chat_template_wanted(params)
+            summary = init_base_checkpoint(
+                params.model, corpus, out or output_path(CHECKPOINTS / "base"), seed=params.seed
+            )
+        except ModelSourceError as e:
+            fail(str(e))
         typer.echo(json.dumps(summary, indent=1))
+
+
+def check_chat_template_wanted(params) -> None:
+    """``generation.use_chat_template: true`` needs a tokenizer with a chat template: checked before init-model writes
+    anything (the embedded model's trained tokenizer never has one)."""
+    from corecode.generation.render import use_chat
+    from corecode.models.factory import EMBEDDED, ModelSourceError, load_tokenizer
+
+    key, name = "generation.use_chat_template", params.model.name_or_path
+    if not params.generation.use_chat_template:
+        return
+    if name == EMBEDDED:
+        raise ModelSourceError(
+            f"{key} is true, but model.name_or_path is 'embedded', whose tokenizer has no chat template; set {key}: "
+            "null (or false)"
+        )
+    try:
+        use_chat(load_tokenizer(name, revision=params.model.revision), True)
+    except ValueError as e:
+        raise ModelSourceError(str(e)) from None
 
 
 def _register_profile(app: typer.Typer) -> None:
@@ -49,9 +69,7 @@ def _register_profile(app: typer.Typer) -> None:
 
     @profile_app.command("apply")
     def profile_apply(
-        profile: str = typer.Argument(
-            ..., help="A profile file, NAME for configs/profiles/NAME.yaml, or a built-in NAME."
-        ),
+        profile: str = typer.Argument(..., help="A profile file, or NAME for configs/profiles/NAME.yaml."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Params file to write (default params.NAME.yaml)."),
         base: Path = typer.Option(PARAMS_FILE, "--base", help="The params file the profile changes."),
         set_: list[str] = SET_OPTION,
@@ -75,8 +93,8 @@ def _register_profile(app: typer.Typer) -> None:
 
     @profile_app.command("list")
     def profile_list() -> None:
-        """The profiles: configs/profiles/*.yaml with their first comment line, then the built-in ones."""
+        """The profiles: configs/profiles/*.yaml with the first line of their header comment."""
         from corecode.models.profiles import list_profiles
 
         for name, where, description in list_profiles():
-            typer.echo(f"{name:<20} {where:<32} {description}")
+            typer.echo(f"{name:<27} {where:<51} {description}")

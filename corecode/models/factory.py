@@ -260,15 +260,6 @@ def load_tokenizer(
     return tok
 
 
-def check_chat_template(tokenizer: PreTrainedTokenizerBase, wanted: bool | None, source: str, key: str) -> None:
-    """``key`` asks for the chat template (``wanted`` True) of a tokenizer that has none: say so before any work."""
-    if wanted and getattr(tokenizer, "chat_template", None) is None:
-        raise ModelSourceError(
-            f"{key}: true, but the tokenizer of {source} has no chat template; set {key}: false (raw prompts, as for "
-            "base models) or use an instruct checkpoint whose tokenizer_config.json carries a chat_template"
-        )
-
-
 def count_parameters(model: torch.nn.Module) -> int:
     """Unique parameters (tied embeddings counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

@@ -7,8 +7,8 @@ import yaml
 from typer.testing import CliRunner
 
 from corecode.cli import app
-from corecode.config import load_params
-from corecode.models.profiles import PROFILES, apply_profile, deep_merge
+from corecode.config import Params, load_params
+from corecode.models.profiles import apply_profile, deep_merge
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_DEV = ROOT / "configs" / "profiles" / "gpu-dev.yaml"
@@ -60,13 +60,41 @@ def test_errors_name_the_layer_that_set_the_key(tmp_path):
         apply_profile("nope", base)
 
 
-def test_deep_merge_and_builtin_profiles(tmp_path):
+def test_deep_merge():
     assert deep_merge({"a": {"b": 1, "c": [1]}, "d": 0}, {"a": {"c": [2]}}) == {"a": {"b": 1, "c": [2]}, "d": 0}
-    base = tmp_path / "params.yaml"
-    base.write_text("seed: 0\n")
-    for name, keys in PROFILES.items():  # every built-in profile still fits the params model
-        merged = apply_profile(name, base)
-        assert merged["model"]["name_or_path"] == keys["model.name_or_path"]
+
+
+QWEN_PROFILES = sorted((ROOT / "configs" / "profiles").glob("qwen2.5-coder-*.yaml"))
+
+
+def test_qwen_profiles_cover_every_size_base_and_instruct():
+    names = {p.stem for p in QWEN_PROFILES}
+    sizes = ("1.5b", "3b", "7b", "14b")
+    assert names == {f"qwen2.5-coder-{s}{kind}" for s in sizes for kind in ("", "-instruct")}
+
+
+@pytest.mark.parametrize("path", QWEN_PROFILES, ids=lambda p: p.stem)
+def test_each_qwen_profile_applies_onto_params_yaml_and_validates(path):
+    text = path.read_text()
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert text.startswith("# Qwen/Qwen2.5-Coder-") and "GPU" in header[0] and len(header) >= 3  # what for, the GPU
+    params = Params.model_validate(apply_profile(path, ROOT / "params.yaml"))
+    own = yaml.safe_load(text)
+    instruct = path.stem.endswith("-instruct")
+    size = path.stem.removeprefix("qwen2.5-coder-").removesuffix("-instruct").upper()
+    assert params.model.name_or_path == f"Qwen/Qwen2.5-Coder-{size}" + ("-Instruct" if instruct else "")
+    assert params.generation.use_chat_template is instruct  # instruct: its chat template; base: raw prompts
+    assert params.model.dtype == "bfloat16" and params.grpo.team.bf16
+    for role in ("planner", "coder"):
+        sft = params.sft.for_role(role)
+        assert sft.lora.enabled and sft.gradient_checkpointing and sft.max_steps == -1
+        team = params.grpo.team.role_model(role)
+        assert team.lora.enabled and team.gradient_checkpointing
+    assert params.grpo.single.lora.enabled and params.grpo.magrpo.role_model("main").lora.enabled
+    shared = params.grpo.team.shared_base
+    assert shared == (size in ("7B", "14B"))  # 7B/14B: one bf16 base for both roles, the SFT adapters on it
+    assert params.sft.lora.merge is not shared and params.model.copy_weights is not shared
+    assert "embedded" not in own.get("model", {})  # only keys that matter for a hub checkpoint
 
 
 def test_profile_list(monkeypatch):
@@ -76,4 +104,5 @@ def test_profile_list(monkeypatch):
     first_comment = next(line for line in GPU_DEV.read_text().splitlines() if line.startswith("#"))
     line = next(line for line in res.stdout.splitlines() if line.startswith("gpu-dev "))
     assert "configs/profiles/gpu-dev.yaml" in line and first_comment.lstrip("# ") in line
-    assert any(line.startswith("qwen2.5-coder-7b ") for line in res.stdout.splitlines())
+    line = next(line for line in res.stdout.splitlines() if line.startswith("qwen2.5-coder-7b-instruct "))
+    assert "Qwen/Qwen2.5-Coder-7B-Instruct" in line and "80 GB" in line
