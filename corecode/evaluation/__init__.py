@@ -11,11 +11,25 @@
 Command line: ``corecode eval-samples SAMPLES.jsonl --benchmark humaneval`` (see ``eval_samples``).
 """
 
-from corecode.evaluation.aggregate import flat_metrics, pass_at_1_by_problem, per_problem, summarize
-from corecode.evaluation.benchmarks import BenchmarkError, get_benchmark
-from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, evaluate_samples, read_samples
-from corecode.evaluation.passk import estimate_pass_at_k, metric_name, pass_at_k, pass_at_k_table
-from corecode.evaluation.stats import BootstrapCI, PairedBootstrapResult, bootstrap_ci, paired_bootstrap
+# Names are imported on first use (PEP 562): importing any corecode.evaluation module (the CLI imports
+# ``corecode.evaluation.cli`` for every command) must not pull in numpy, the sandbox and pydantic models.
+_EXPORTS = {
+    "corecode.evaluation.aggregate": ("flat_metrics", "pass_at_1_by_problem", "per_problem", "summarize"),
+    "corecode.evaluation.benchmarks": ("BenchmarkError", "get_benchmark"),
+    "corecode.evaluation.eval_samples": ("SampleFileError", "eval_sample_file", "evaluate_samples", "read_samples"),
+    "corecode.evaluation.passk": ("estimate_pass_at_k", "metric_name", "pass_at_k", "pass_at_k_table"),
+    "corecode.evaluation.stats": ("BootstrapCI", "PairedBootstrapResult", "bootstrap_ci", "paired_bootstrap"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_MODULE_OF[name]), name)
+
 
 __all__ = [
     "BenchmarkError",

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from corecode.data.schema import Problem
-from corecode.evaluation.aggregate import summarize
 from corecode.evaluation.passk import humaneval_name, pass_at_k_table
 from corecode.sandbox.types import SampleResult, Verdict
 
@@ -95,7 +94,10 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
 
     ``Sandbox.run_batch`` returns only when the whole batch is done, so to move a bar per sample this submits
     ``Sandbox.run`` calls itself (the sandbox hands each call a free worker; it is built to be called from threads),
-    after preparing every problem's trusted tests once, as ``run_batch`` does.
+    two per worker, as ``run_batch`` does, so that a worker's next sample is waiting while the last one is graded.
+    A problem's trusted tests are recorded by its first sample (once, however many arrive together), so samples of
+    prepared problems run while others are still being recorded; a problem whose tests cannot be recorded scores its
+    samples as ``sandbox_error`` ("could not prepare tests: ...").
     """
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -103,12 +105,10 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
 
     if not items:
         return []
-    unique = list({id(p): p for p, _ in items}.values())
-    sandbox.prepare_all(unique)
     out: list[SampleResult | None] = [None] * len(items)
     with (
         tqdm(total=len(items), desc=desc, unit="sample", disable=not progress, dynamic_ncols=True) as bar,
-        ThreadPoolExecutor(sandbox.params.workers, thread_name_prefix="eval") as pool,
+        ThreadPoolExecutor(2 * sandbox.params.workers, thread_name_prefix="eval") as pool,
     ):
         futures = {pool.submit(sandbox.run, p, prog): i for i, (p, prog) in enumerate(items)}
         for f in as_completed(futures):
@@ -135,7 +135,7 @@ def evaluate_samples(
     ``reference``. With ``with_reference``, each attempted problem's reference solution runs once too, and efficiency
     is also given relative to it (a failing reference is listed under ``reference`` and not used as a yardstick).
     """
-    from corecode.evaluation.aggregate import pass_at_1_by_problem
+    from corecode.evaluation.aggregate import pass_at_1_by_problem, summarize
     from corecode.evaluation.stats import bootstrap_ci
 
     by_id = {p.task_id: p for p in problems}

@@ -98,6 +98,12 @@ class JudgeClient:
         self.proc: subprocess.Popen | None = None
         self.lock = threading.Lock()
 
+    def start(self) -> None:
+        """Start the judge process now (``call`` starts it on demand otherwise)."""
+        with self.lock:
+            if self.proc is None:
+                self._start()
+
     def _start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", str(_JUDGE_FILE)],

