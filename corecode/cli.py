@@ -8,14 +8,51 @@ from __future__ import annotations
 
 import importlib
 
+import click
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.splitlines()[0])
+from corecode.cli_common import STATE, report_error
+
+
+class _Commands(TyperGroup):
+    """The root command: an exception a command raises ends it with a short ``error:`` line
+    (corecode.cli_common.report_error), or, under ``--debug``, with its traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, typer.Exit, typer.Abort):
+            raise
+        except Exception as err:
+            if STATE["debug"]:
+                raise
+            report_error(err)
+        finally:  # the options hold for this invocation only (tests invoke the app many times in one process)
+            STATE.update(debug=False, pipeline_outputs=False)
+
+
+app = typer.Typer(
+    cls=_Commands,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help=__doc__.splitlines()[0],
+)
 
 
 @app.callback()
-def main() -> None:
+def main(
+    debug: bool = typer.Option(False, "--debug", help="On an error, show the traceback, not one error line."),
+    pipeline_outputs: bool = typer.Option(
+        False,
+        "--pipeline-outputs",
+        help="Write the pipeline's outputs in their places under data/ (what dvc.yaml runs); without it a stage "
+        "command writes them under data/work/manual/.",
+    ),
+) -> None:
     """corecode: train LLM teams (Planner -> Coder) to write code."""
+    STATE.update(debug=debug, pipeline_outputs=pipeline_outputs)
 
 
 # One line per package that has commands. Keep sorted.

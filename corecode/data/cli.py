@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
 from corecode.paths import PROCESSED, REPORTS
 
 
@@ -14,8 +14,8 @@ def register(app: typer.Typer) -> None:
     @app.command("build-data")
     def build_data_cmd(
         params: Path = PARAMS_OPTION,
-        out_dir: Path = typer.Option(PROCESSED, help="Where the JSONL datasets go."),
-        reports_dir: Path = typer.Option(REPORTS, help="Where the data card and build summary go."),
+        out_dir: Path = typer.Option(None, help="Where the JSONL datasets go (default data/processed)."),
+        reports_dir: Path = typer.Option(None, help="Where the data card and build summary go (default data/reports)."),
         override: list[str] = SET_OPTION,
     ) -> None:
         """Generate the composite splits and the Planner/Coder/single SFT sets (decontaminated), plus the data card."""
@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
         p = load_cli_params(params, override)
         console = Console(soft_wrap=True)
-        summary = build_data(p.data, p.seed, out_dir, reports_dir)
+        summary = build_data(p.data, p.seed, out_dir or output_path(PROCESSED), reports_dir or output_path(REPORTS))
         table = Table(title="corecode build-data")
         for col in ("dataset", "split", "rows"):
             table.add_column(col)
@@ -44,7 +44,9 @@ def register(app: typer.Typer) -> None:
         ),
         params: Path = PARAMS_OPTION,
         processed_dir: Path = typer.Option(PROCESSED, help="Where the JSONL datasets are."),
-        reports_dir: Path = typer.Option(REPORTS, help="GX reports go to <reports_dir>/gx/."),
+        reports_dir: Path = typer.Option(
+            None, help="GX reports go to <reports_dir>/gx/, data docs to <reports_dir>/gx_docs/ (default data/reports)."
+        ),
         override: list[str] = SET_OPTION,
     ) -> None:
         """Run the great-expectations suites; exit 1 (with a summary of what failed) if any fails."""
@@ -54,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
         p = load_cli_params(params, override)
         console = Console(soft_wrap=True)  # one line per failure, whatever the terminal width
-        results = validate_datasets(p.data, names or None, processed_dir, reports_dir)
+        results = validate_datasets(p.data, names or None, processed_dir, reports_dir or output_path(REPORTS))
         for r in results:
             mark = "[green]PASS[/]" if r.success else "[red]FAIL[/]"
             console.print(f"{mark} {r.name} ({r.rows} rows, {r.path}) report: {r.report}")

@@ -1,4 +1,5 @@
-"""CLI for the pipeline glue stages: ``evaluate`` (one method) and ``metrics`` (collect + compare)."""
+"""CLI for the pipeline glue stages: ``check-params`` (stage params), ``evaluate`` (one method) and ``metrics``
+(collect + compare)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,29 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
 
 
 def register(app: typer.Typer) -> None:
+    @app.command("check-params")
+    def check_params(
+        params_file: Path = PARAMS_OPTION,
+        out_dir: Path = typer.Option(None, "--out-dir", help="Where the section files go (default data/params)."),
+        overrides: list[str] = SET_OPTION,
+    ) -> None:
+        """Validate params.yaml; write each section, defaults filled in, to data/params/SECTION.json (stage params)."""
+        from corecode.paths import PARAMS_DIR
+        from corecode.pipeline.params_stage import write_sections
+
+        written = write_sections(load_cli_params(params_file, overrides), out_dir or output_path(PARAMS_DIR))
+        typer.echo(f"{params_file}: valid; {len(written)} sections in {written[0].parent}/")
+
     @app.command("evaluate")
     def evaluate(
         method: str = typer.Option(..., "--method", "-m", help="Team name in agents.teams to evaluate."),
-        out_dir: Path = typer.Option(None, "--out-dir", help="Write under OUT_DIR/METHOD (default data/reports/eval)."),
+        out_dir: Path = typer.Option(
+            None, "--out-dir", help="Write under OUT_DIR/METHOD (default data/reports/eval; see corecode --help)."
+        ),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
     ) -> None:
@@ -22,9 +38,11 @@ def register(app: typer.Typer) -> None:
         from corecode.tracking.runs import stage_run
 
         params = load_cli_params(params_file, overrides)
-        with stage_run(f"evaluate_{method}", params):
-            summary = evaluate_method(method, params, out_dir or EVAL_DIR)
+        with stage_run(f"evaluate_{method}", params) as run:
+            root = out_dir or output_path(EVAL_DIR)
+            summary = evaluate_method(method, params, root)
             _log_summary(summary)
+            run.log_artifacts(root / method, "eval")  # per-problem results, summary and timings
         for bench, s in summary["benchmarks"].items():
             gain = f"  collaboration_gain={s['collaboration_gain']:+.3f}" if "collaboration_gain" in s else ""
             typer.echo(f"{method} {bench}: pass@1={s['pass_at_1']:.3f}{gain}")
@@ -38,18 +56,23 @@ def register(app: typer.Typer) -> None:
             None, "--compare", help="A:B, a paired comparison instead of report.comparisons; repeatable."
         ),
         out: Path = typer.Option(None, "--out", help="metrics file to write (default data/reports/metrics.json)."),
+        train_logs: list[Path] = typer.Option(
+            None, "--train-log", help="Training log to turn into dvc plots tables (default the pipeline's); repeatable."
+        ),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
     ) -> None:
-        """Collect every method's evaluation into data/reports/metrics.json with paired bootstrap comparisons."""
+        """Collect every method's evaluation into data/reports/metrics.json with paired bootstrap comparisons; beside
+        it scores/ (dvc metrics show), plots/ (pass@k bars) and curves/ (training logs for dvc plots show)."""
         from corecode.pipeline.evaluate import EVAL_DIR
-        from corecode.pipeline.metrics import METRICS_FILE, collect_metrics
+        from corecode.pipeline.metrics import METRICS_FILE, TRAIN_LOGS, collect_metrics, write_curves
 
         pairs = [tuple(c.split(":", 1)) for c in compare or []]
         if any(len(pair) != 2 for pair in pairs):
             raise typer.BadParameter("expected METHOD_A:METHOD_B", param_hint="--compare")
-        out = out or METRICS_FILE
+        out = out or output_path(METRICS_FILE)
         m = collect_metrics(load_cli_params(params_file, overrides), eval_dirs or [EVAL_DIR], out, pairs or None)
+        write_curves(train_logs or TRAIN_LOGS, out.parent / "curves")
         for c in m["comparisons"]:
             typer.echo(f"{c['a']} vs {c['b']} on {c['benchmark']}: delta={c['delta']:+.3f} p={c['p_value']:.4f}")
         typer.echo(f"wrote {out}")
@@ -67,4 +90,5 @@ def _log_summary(summary: dict) -> None:
     if mlflow.active_run() is None:
         return
     for bench, s in summary["benchmarks"].items():
-        mlflow.log_metrics(flat_metrics(s, bench))
+        # a benchmark given as a file path is named by its stem (MLflow refuses '/' that climbs out of a name)
+        mlflow.log_metrics(flat_metrics(s, Path(bench).stem if "/" in bench else bench))

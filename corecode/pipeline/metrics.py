@@ -1,16 +1,23 @@
 """Collect every method's evaluation into ``data/reports/metrics.json`` with paired bootstrap comparisons.
 
-``metrics.json`` is the file ``dvc metrics show``, the report and the promotion gate read:
+``metrics.json`` is the file the report and the promotion gate read:
 ``{"methods": {method: {benchmark: {pass_at_1, pass_at_k, failures, test_pass_rate, ...}}},
 "comparisons": [{a, b, benchmark, delta, p_value, ci_low, ci_high}]}``, identical bit for bit when the pipeline is
 re-run with the same params (generation cost in tokens and model calls included, under each result's ``efficiency``);
 runtime and peak memory of passing code (absolute and relative to the reference) go to
 ``efficiency.json`` beside it, since timings vary from run to run.
+
+What DVC shows is written beside them in the shapes its commands need. ``scores/`` holds the headline numbers, one
+small file per row of the one table ``dvc metrics show`` prints (:func:`write_scores`): pass@1 of each method, delta
+and p-value of each paired comparison, on each benchmark.
+``plots/pass_at_k_<benchmark>.json`` are the pass@k bars; ``curves/<log>.json`` and ``curves/<log>_eval.json`` are
+the training logs as ``dvc plots`` tables (:func:`write_curves`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +26,14 @@ from corecode.paths import REPORTS
 from corecode.pipeline.evaluate import EVAL_DIR
 
 METRICS_FILE = REPORTS / "metrics.json"
+# The main pipeline's training logs (the optional baselines' lie beside them and are passed by their own stage).
+TRAIN_LOGS = tuple(
+    REPORTS / "train" / f"{name}.json"
+    for name in ("sft_planner", "sft_coder", "sft_single", "grpo_team", "grpo_single", "grpo_magrpo")
+)
+# Keys of a Trainer's end-of-training record (one row; no curve) and the prefixes of evaluation keys.
+TRAINER_SUMMARY_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss"}
+EVAL_PREFIXES = ("eval_", "eval/")
 
 
 def per_problem_scores(method: str, benchmark: str, root: Path = EVAL_DIR) -> dict[str, float]:
@@ -97,7 +112,61 @@ def collect_metrics(
     out.with_name("efficiency.json").write_text(json.dumps(efficiency, indent=2, sort_keys=True) + "\n")
     metrics = {**metrics, "efficiency": efficiency}
     write_plot_tables(metrics, out.parent / "plots")
+    write_scores(metrics, out.parent / "scores")
     return metrics
+
+
+def write_scores(metrics: dict, scores_dir: Path) -> list[Path]:
+    """The headline numbers for ``dvc metrics show``: ``<benchmark>/<method>.json`` (``pass@1``) and
+    ``<benchmark>/<a>_vs_<b>.json`` (``delta`` and ``p_value`` of a paired comparison), so its table has one row per
+    method or comparison on a benchmark and three columns. Files no longer in ``metrics`` are removed."""
+    if scores_dir.is_dir():
+        for old in scores_dir.glob("*/*.json"):
+            old.unlink()
+    rows: dict[tuple[str, str], dict] = {}
+    for method, per_bench in metrics["methods"].items():
+        for bench, s in per_bench.items():
+            rows[bench, method] = {"pass@1": s["pass_at_1"]}
+    for c in metrics["comparisons"]:
+        rows[c["benchmark"], f"{c['a']}_vs_{c['b']}"] = {"delta": c["delta"], "p_value": c["p_value"]}
+    written = []
+    for (bench, name), content in rows.items():
+        path = scores_dir / re.sub(r"[^\w.+-]+", "_", bench) / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content, sort_keys=True) + "\n")
+        written.append(path)
+    return written
+
+
+def write_curves(logs: Sequence[Path], curves_dir: Path) -> list[Path]:
+    """Each training log (a JSON list of per-step records) as ``dvc plots`` tables in ``curves_dir``.
+
+    DVC plots a file only when all its rows have the same keys, and a training log mixes training steps, evaluation
+    steps and the Trainer's end-of-training record. ``<log>.json`` holds the training keys of the rows that have any,
+    ``<log>_eval.json`` the evaluation keys (``eval_*``, ``eval/*``) of the rows that have any (an empty list for a
+    log without evaluations); each row has ``step`` and every key of its table (null where that step did not log it).
+    Written by hand: DVC and its renderer take no row filter.
+    """
+    curves_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for log in logs:
+        log = Path(log)
+        if not log.is_file():
+            raise FileNotFoundError(f"{log}: training log not found (run its training stage first)")
+        try:
+            rows = json.loads(log.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{log}:{e.lineno}: not valid JSON: {e.msg}") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError(f"{log}: expected a JSON list of per-step records")
+        keys = sorted({k for r in rows for k in r if k != "step" and k not in TRAINER_SUMMARY_KEYS})
+        for suffix, wanted in (("", False), ("_eval", True)):
+            cols = [k for k in keys if k.startswith(EVAL_PREFIXES) == wanted]
+            table = [{"step": r.get("step"), **{k: r.get(k) for k in cols}} for r in rows if any(k in r for k in cols)]
+            path = curves_dir / f"{log.stem}{suffix}.json"
+            path.write_text(json.dumps(table, indent=1) + "\n")
+            written.append(path)
+    return written
 
 
 def write_plot_tables(metrics: dict, plots_dir: Path) -> list[Path]:

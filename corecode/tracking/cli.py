@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params, output_path
 from corecode.paths import REPORTS
 
 
@@ -16,31 +16,46 @@ def register(app: typer.Typer) -> None:
     def report(
         metrics: Path = typer.Option(REPORTS / "metrics.json", help="metrics.json from the evaluate stage."),
         train_dir: Path = typer.Option(REPORTS / "train", help="Per-step training logs (*.json, *.csv)."),
-        out_dir: Path = typer.Option(REPORTS, help="Where report.md and plots/ are written."),
+        out_dir: Path = typer.Option(None, help="Where report.md and plots/ are written (default data/reports)."),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
     ) -> None:
-        """Write report.md + PNG plots (pass@k, failures, efficiency, training curves) and log them to MLflow."""
-        from corecode.tracking.report import ReportError, build_report, flat_metrics, load_metrics
-        from corecode.tracking.runs import stage_run
+        """Write report.md + PNG plots (pass@k, failures, efficiency, training curves) and log them to MLflow: the
+        plots as images, report.md with the plots inside it, the headline numbers also on the pipeline's run."""
+        from corecode.tracking.report import (
+            ReportError,
+            build_report,
+            embed_images,
+            flat_metrics,
+            headline_metrics,
+            load_metrics,
+        )
+        from corecode.tracking.runs import experiment_url, stage_run
 
         params = load_cli_params(params_file, overrides)
         with stage_run("report", params) as run:
             try:
-                path, plots = build_report(metrics, train_dir, out_dir)
+                path, plots = build_report(metrics, train_dir, out_dir or output_path(REPORTS))
             except ReportError as e:
                 fail(str(e))
-            run.log_artifacts(path)
+            run.log_text(embed_images(path.read_text(), path.parent), path.name)  # MLflow cannot resolve plots/x.png
             run.log_artifacts(metrics)
             if plots:
                 run.log_artifacts(plots[0].parent, "plots")
-            run.log_metrics(flat_metrics(load_metrics(metrics)))
+            run.log_images(plots)
+            data = load_metrics(metrics)
+            run.log_metrics(flat_metrics(data))
+            run.log_parent_metrics(headline_metrics(data))
         typer.echo(f"wrote {path} and {len(plots)} plots")
+        if run.enabled:
+            typer.echo(f"MLflow (make mlflow-ui): {experiment_url(params.tracking)}")
 
     @app.command("promote")
     def promote(
         eval_dir: Path = typer.Option(REPORTS / "eval", help="Per-problem results: <dir>/<method>/<benchmark>.jsonl"),
-        out: Path = typer.Option(REPORTS / "promotion.json", help="Where the decision is written (JSON)."),
+        out: Path = typer.Option(
+            None, help="Where the decision is written (JSON; default data/reports/promotion.json)."
+        ),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
     ) -> None:
@@ -51,6 +66,7 @@ def register(app: typer.Typer) -> None:
 
         params = load_cli_params(params_file, overrides)
         pp = params.promote
+        out = out or output_path(REPORTS / "promotion.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         if not params.tracking.enabled:
             decision = {"promoted": False, "reason": "tracking disabled (tracking.enabled=false): no registry"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
 
 # What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
 _SFT_OOM_HINTS = (
@@ -50,17 +50,24 @@ def _register_sft(app: typer.Typer) -> None:
         p = load_cli_params(params, set_)
         from corecode.models.oom import oom_guard
         from corecode.tracking.runs import stage_run
-        from corecode.training.sft import train_sft
+        from corecode.training.sft import default_paths, train_sft
 
+        _, out_dir, log_path = default_paths(role)
+        long = _long_rows(role, p)
         with stage_run(f"sft_{role}", p) as run, oom_guard(f"sft_{role}", _SFT_OOM_HINTS):
             res = train_sft(
                 role,
                 p.sft,
                 seed=p.seed,
+                output_dir=output_path(out_dir),
+                log_path=output_path(log_path),
                 report_to=["mlflow"] if run.enabled else [],
                 chat=p.generation.use_chat_template,
             )
             run.log_metrics({"final_train_loss": res.train_loss or 0.0, "wall_time_s": res.wall_time_s})
+            if long is not None:
+                _merge_summary(res, role, long.summary())
+                run.log_metrics({"truncated_rows": long.count})
             if res.eval_loss is not None:
                 run.log_metrics({"final_eval_loss": res.eval_loss})
             check = _sample_check(role, p, res)
@@ -73,6 +80,35 @@ def _register_sft(app: typer.Typer) -> None:
             f"sft {role}: {res.global_step} steps on {res.train_rows} rows in {res.wall_time_s:.1f}s, "
             f"train loss {res.train_loss:.4f}, val loss {val} -> {res.output_dir}"
         )
+
+
+def _long_rows(role: str, p):
+    """The rows SFT will truncate (corecode.training.sft_lengths), warned about on stderr before training; None when
+    the base checkpoint's tokenizer or the data cannot be read here (training then says why)."""
+    from corecode.training.sft import default_paths
+    from corecode.training.sft_lengths import long_rows, role_texts
+
+    cfg = p.sft.for_role(role, p.seed)
+    try:
+        from corecode.models.factory import load_tokenizer
+
+        tokenizer = load_tokenizer(cfg.base_checkpoint, key="sft.base_checkpoint")
+        texts = role_texts(role, default_paths(role)[0])
+    except (OSError, ValueError):  # a missing checkpoint or data file: train_sft names it
+        return None
+    found = long_rows(texts, tokenizer, cfg.max_length, p.generation.use_chat_template)
+    if found.count:
+        typer.echo(f"warning: {found.message(role)}", err=True)
+    return found
+
+
+def _merge_summary(res, role: str, extra: dict) -> None:
+    """Add ``extra`` to sft_<role>_summary.json (written by train_sft beside the training log)."""
+    import json
+
+    path = res.log_path.with_name(f"sft_{role}_summary.json")
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps(summary | extra, indent=1) + "\n")
 
 
 def _sample_check(role: str, p, res) -> dict[str, float]:

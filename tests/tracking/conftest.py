@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from corecode.cli_common import STATE
+
 # No usage telemetry from MLflow or Prefect (this machine has no outside network); set before either is imported.
 os.environ.setdefault("DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -21,6 +23,8 @@ def store(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.delenv("CORECODE_PARENT_RUN_ID", raising=False)
+    # report and promote write the pipeline's places, as dvc.yaml runs them (corecode --pipeline-outputs)
+    monkeypatch.setitem(STATE, "pipeline_outputs", True)
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
     (tmp_path / "README").write_text("x\n")

@@ -203,11 +203,13 @@ def test_lora_sft_saves_a_merged_plain_model(tmp_path, base, data):
 def test_cli_sft_runs_a_role_from_params(tmp_path, base, data, monkeypatch):
     import typer
 
+    from corecode.cli_common import STATE
     from corecode.training.cli import register
 
     app = typer.Typer()
     register(app)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(STATE, "pipeline_outputs", True)  # the pipeline's places, as dvc.yaml runs it
     (tmp_path / "data" / "processed").mkdir(parents=True)
     (tmp_path / "data" / "processed" / "planner.jsonl").write_text((data / "planner.jsonl").read_text())
     write_problems(tmp_path / "data" / "processed" / "composite_val.jsonl", tiny_problems()[:2])

@@ -53,7 +53,8 @@ def test_grpo_team_command(tmp_path, monkeypatch, one_thread):
         },
     }
     Path("params.yaml").write_text(yaml.safe_dump(params))
-    res = CliRunner().invoke(app, ["grpo-team", "--params", "params.yaml", "--set", "grpo.team.num_programs=2"])
+    argv = ["--pipeline-outputs", "grpo-team", "--params", "params.yaml", "--set", "grpo.team.num_programs=2"]
+    res = CliRunner().invoke(app, argv)
     assert res.exit_code == 0, res.output + repr(res.exception)
     final = json.loads(res.output[res.output.index("{") :])
     assert "eval/collaboration_gain" in final
