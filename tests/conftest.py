@@ -1,4 +1,4 @@
-"""Suite-wide hygiene: no telemetry, a private MLflow store, and no MLflow state leaking from one test to the next.
+"""Suite-wide hygiene: no telemetry, a private MLflow store and cache, and no MLflow state leaking between tests.
 
 MLflow keeps the active experiment and tracking URI in module globals; a test that points MLflow at its own sqlite
 store in tmp_path would otherwise leave the next test looking up an experiment id that does not exist there.
@@ -16,6 +16,14 @@ for _k, _v in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_k, _v)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory):
+    """corecode's user cache (the sandbox's materialised tests) in a throwaway directory, not the user's."""
+    if "CORECODE_CACHE_DIR" not in os.environ:
+        os.environ["CORECODE_CACHE_DIR"] = str(tmp_path_factory.mktemp("corecode-cache"))
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

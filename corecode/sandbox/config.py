@@ -4,6 +4,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# cache_dir's value for corecode's user cache directory (resolved by corecode.sandbox.prepare.PrepareCache).
+USER_CACHE = "user-cache"
+
 
 class SandboxParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -54,6 +57,8 @@ class SandboxParams(BaseModel):
     seed: int = Field(0, description="Seed of `random` before a trusted check() is recorded or replayed.")
     judge_timeout_s: float = Field(30.0, gt=0, description="Limit for trusted recording / replay of one problem.")
     cache_dir: str | None = Field(
-        "data/cache/sandbox",
-        description="Where materialised tests (expected outputs from reference solutions) are cached; null = memory.",
+        USER_CACHE,
+        description="Where materialised tests (expected outputs from reference solutions) are cached: "
+        f"{USER_CACHE} = corecode's user cache directory (corecode.paths.user_cache_dir: $CORECODE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/corecode, ~/.cache/corecode on Linux) + /sandbox; a directory; null = memory only.",
     )

@@ -160,7 +160,11 @@ class PrepareCache:
     """Memory + optional on-disk cache of ``PreparedProblem`` keyed by ``problem_key``."""
 
     def __init__(self, cache_dir: str | None):
-        self.dir = Path(cache_dir) if cache_dir else None
+        """``cache_dir``: ``sandbox.cache_dir`` (``user-cache``: ``corecode.paths.user_cache_dir("sandbox")``)."""
+        from corecode.paths import user_cache_dir
+        from corecode.sandbox.config import USER_CACHE
+
+        self.dir = user_cache_dir("sandbox") if cache_dir == USER_CACHE else Path(cache_dir) if cache_dir else None
         self.mem: dict[str, PreparedProblem] = {}
         self.lock = threading.Lock()
 
