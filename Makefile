@@ -1,6 +1,6 @@
 # corecode: the two commands of the README, plus helpers.
-#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro dvc.yaml; plain `dvc repro`
-#              would also run the optional baselines/dvc.yaml)
+#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro dvc.yaml; the optional
+#              baselines/dvc.yaml run only when params.yaml's `baselines` lists them)
 #   make test  set up .venv, check lint and formatting (ruff), and run the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3

@@ -8,7 +8,7 @@ messages that name the file and the offending key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -68,6 +68,12 @@ class Params(BaseModel):
     report: ReportParams = Field(default_factory=ReportParams, description="corecode metrics / report (stage report)")
     tracking: TrackingParams = Field(default_factory=TrackingParams, description="MLflow tracking (every stage)")
     promote: PromoteParams = Field(default_factory=PromoteParams, description="corecode promote (stage promote)")
+    baselines: list[Literal["pta"]] = Field(
+        default_factory=list,
+        description="Optional baselines (baselines/dvc.yaml) DVC runs beside the pipeline; [] leaves them out of "
+        "every dvc command; pta: plan-then-code in one model (SFT, then TRL GRPO).",
+    )
+
 
 
 PARAMS_HEADER = """\
@@ -89,11 +95,38 @@ def defaults_yaml() -> str:
     return "\n".join(parts)
 
 
+def _key_lines(text: str) -> dict[tuple, int]:
+    """``{key path: 1-based line}`` of every mapping key and list item in a YAML text (for error messages)."""
+    lines: dict[tuple, int] = {}
+
+    def walk(node, loc: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                lines[(*loc, key.value)] = key.start_mark.line + 1
+                walk(value, (*loc, key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*loc, i)] = item.start_mark.line + 1
+                walk(item, (*loc, i))
+
+    try:
+        walk(yaml.compose(text), ())
+    except yaml.YAMLError:
+        pass
+    return lines
+
+
 def _format_errors(path: Path, err: ValidationError) -> str:
+    """One line per invalid key, each with the line of the file it is on (of its section, when the key is not in the
+    file, e.g. a missing one or an override)."""
+    key_lines = _key_lines(path.read_text()) if path.is_file() else {}
     lines = [f"{path}: invalid parameters:"]
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
-        lines.append(f"  {key}: {e['msg']} (got {e.get('input')!r})")
+        loc = tuple(str(p) if not isinstance(p, int) else p for p in e["loc"])
+        key = ".".join(str(p) for p in loc) or "<root>"
+        found = next((key_lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in key_lines), None)
+        where = f" (line {found})" if found else ""
+        lines.append(f"  {key}{where}: {e['msg']} (got {e.get('input')!r:.80})")
     return "\n".join(lines)
 
 

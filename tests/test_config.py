@@ -68,21 +68,34 @@ def test_no_blocks_of_nulls():
 
 
 @pytest.mark.parametrize("pipeline", ["dvc.yaml", "baselines/dvc.yaml"])
-def test_stages_name_whole_sections(pipeline):
-    """A stage lists params sections, never single knobs, so a new knob cannot silently miss its stage."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+def test_stages_read_whole_sections_through_the_params_stage(pipeline):
+    """A stage depends on whole sections' files, written by the params stage (data/params/SECTION.json), and lists no
+    params.yaml keys itself: a bad params.yaml fails `params` before DVC removes any output, and a new knob cannot
+    silently miss its stage."""
+    from corecode.pipeline.params_stage import sections
+
+    known = set(sections(Params()))
     for name, stage in yaml.safe_load((ROOT / pipeline).read_text())["stages"].items():
-        for key in stage.get("do", stage).get("params", []):
-            node = params
-            for part in key.split("."):
-                node = node[part]
-            assert key == "seed" or isinstance(node, dict), f"{pipeline}: {name} names the single key {key!r}"
+        body = stage.get("do", stage)
+        if name == "params":
+            assert body["params"] == [{"params.yaml": None}] and body["outs"] == [
+                {"data/params": {"cache": False, "persist": True}}
+            ]
+            continue
+        assert "params" not in body, f"{pipeline}: {name} lists params.yaml keys"
+        read = [d.removeprefix("data/params/").removesuffix(".json") for d in body["deps"] if "data/params/" in d]
+        assert read and set(read) <= known, f"{pipeline}: {name} reads {read}"
 
 
 def test_wrong_section_key_names_the_key(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("grpo:\n  team:\n    max_steps: abc\n")
-    with pytest.raises(ConfigError, match=r"grpo\.team\.max_steps"):
+    with pytest.raises(ConfigError, match=r"grpo\.team\.max_steps \(line 3\): Input should be a valid integer"):
+        load_params(path)
+    with pytest.raises(ConfigError, match=r"grpo\.team\.max_steps \(line 3\): .* \(got 'x'\)"):
+        load_params(path, ["grpo.team.max_steps=x"])  # an override: the line of the key it replaces
+    path.write_text("seed: 0\nreport:\n  comparisons: [[a, b, c]]\n")
+    with pytest.raises(ConfigError, match=r"report\.comparisons\.0 \(line 3\)"):
         load_params(path)
     path.write_text("grpo:\n  max_steps: 3\n")  # the flat layout of old params files
     with pytest.raises(ConfigError, match=r"grpo\.max_steps"):

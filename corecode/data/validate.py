@@ -6,8 +6,11 @@ Each dataset (``data/processed/<name>.jsonl``; an external source's RL problems 
 expectations then check, so every failure is reported by GX with the column, expectation and offending rows (as
 lines of the file). An SFT set gets one suite per source in it, with that source's limits
 (``data.validation.per_source``; composite's rows keep the set's name, another source's are ``<set>.<source>``); an
-RL file gets its source's limits. Results go to ``data/reports/gx/<name>.json`` (the GX validation result),
-``data/reports/gx/summary.json`` and the GX HTML data docs ``data/reports/gx/data_docs/index.html``.
+RL file gets its source's limits. A line that is not a JSON object is a failure of its dataset (every such line
+counted, the first named), and the suites run on the other lines, so one run reports every dataset's problems.
+Results go to ``data/reports/gx/<name>.json`` (the GX validation result without its run times and random ids: the
+same data give the same bytes, and init_model depends on this directory), ``data/reports/gx/summary.json`` and the GX
+HTML data docs ``data/reports/gx_docs/index.html`` (stamped with run times, so kept apart).
 """
 
 from __future__ import annotations
@@ -76,10 +79,9 @@ def _frame(name: str, path: Path, eval_index, n: int, threshold: float = 0.5):
 
     from corecode.data.build import UNJUDGEABLE_TAGS
     from corecode.data.decontam import ngrams
-    from corecode.data.io import read_jsonl
     from corecode.data.schema import Problem, count_tests, judgeable
 
-    rows = read_jsonl(path)
+    rows, _ = _scan(path)
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -257,7 +259,7 @@ def validate_datasets(
     """Validate each named dataset (default: ``default_datasets``) and write the GX reports; an SFT set gives one
     result per source in it (see the module docstring).
 
-    ``html``: also build GX data docs (``<reports_dir>/gx/data_docs/index.html``).
+    ``html``: also build GX data docs (``<reports_dir>/gx_docs/index.html``).
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
@@ -281,14 +283,14 @@ def validate_datasets(
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    if html:  # HTML data docs under <reports>/gx/data_docs/index.html
+    if html:  # HTML data docs under <reports>/gx_docs/index.html
         ctx.add_data_docs_site(
             site_name="corecode",
             site_config={
                 "class_name": "SiteBuilder",
                 "store_backend": {
                     "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str((gx_dir / "data_docs").resolve()),
+                    "base_directory": str((Path(reports_dir) / "gx_docs").resolve()),
                 },
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
@@ -306,11 +308,14 @@ def validate_datasets(
                 )
             )
             continue
+        first = len(results)
+        _, bad = _scan(path)
         df = _frame(name, path, index, n, data.decontam.threshold)
         if df.empty:
             results.append(
                 DatasetResult(name, str(path), False, 0, [Failure(None, "expect_table_row_count_to_be_between", 0, [])])
             )
+            _add_bad_lines(results[first], bad)
             continue
         if name in SFT_SETS and "source" in df:  # one suite per source, each with its limits
             parts = [(src, df[df["source"] == src]) for src in dict.fromkeys(df["source"].fillna("composite"))]
@@ -321,10 +326,11 @@ def validate_datasets(
             suite = build_suite(name, data, source=src if src != "composite" else None)
             res, result = _run_suite(ctx, pandas, label, suite, part, html)
             report = gx_dir / f"{label}.json"
-            report.write_text(json.dumps(result, indent=1, default=str) + "\n")
+            report.write_text(json.dumps(_stable(result), indent=1, default=str) + "\n")
             results.append(
                 DatasetResult(label, str(path), bool(res.success), len(part), _failures(result, part), str(report))
             )
+        _add_bad_lines(results[first], bad)
     summary = [
         {
             "dataset": r.name,
@@ -338,6 +344,49 @@ def validate_datasets(
     ]
     (gx_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return results
+
+
+def _scan(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
+    """The JSON-object lines of a JSONL file, and ``(0-based line, why)`` of every other non-blank line (read on past
+    them, unlike corecode.data.io.read_jsonl, so that validation reports them all)."""
+    rows, bad = [], []
+    with Path(path).open(errors="replace") as f:
+        for i, line in enumerate(f):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                bad.append((i, f"not valid JSON: {e.msg}"))
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+            else:
+                bad.append((i, f"a JSON {type(row).__name__}, not an object"))
+    return rows, bad
+
+
+def _add_bad_lines(result: DatasetResult, bad: list[tuple[int, str]]) -> None:
+    """Lines of the file that are not JSON objects (:func:`_scan`) fail its (first) result."""
+    if bad:
+        result.failures.insert(0, Failure(None, "lines_are_json_objects", len(bad), bad[:3]))
+        result.success = False
+
+
+# What differs between two GX runs on the same data: run times and random ids.
+_VOLATILE_META = ("run_id", "validation_time", "validation_id", "checkpoint_id")
+
+
+def _stable(result: dict) -> dict:
+    """A GX validation result (``to_json_dict``) without its run times and random ids."""
+    meta = {k: v for k, v in (result.get("meta") or {}).items() if k not in _VOLATILE_META}
+    if isinstance(meta.get("batch_markers"), dict):
+        meta["batch_markers"] = {k: v for k, v in meta["batch_markers"].items() if k != "ge_load_time"}
+    results = [
+        {**r, "expectation_config": {k: v for k, v in r.get("expectation_config", {}).items() if k != "id"}}
+        for r in result.get("results", [])
+    ]
+    return {**{k: v for k, v in result.items() if k != "id"}, "meta": meta, "results": results}
 
 
 def _run_suite(ctx, pandas, label: str, suite, df, html: bool):

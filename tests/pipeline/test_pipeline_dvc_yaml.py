@@ -1,8 +1,10 @@
-"""The repository's own dvc.yaml files: every params key they name exists in params.yaml, and DVC (a real `dvc dag`
-in a scratch git repo) sees the optional baselines pipeline hanging off the main one without `dvc repro` running it."""
+"""The repository's own dvc.yaml files: every stage command writes the pipeline's places, and DVC (real `dvc` in a
+scratch git repo) sees the optional baselines only when params.yaml's `baselines` opts in, hanging off the main
+pipeline then."""
 
 from __future__ import annotations
 
+import configparser
 import shutil
 import subprocess
 import sys
@@ -19,28 +21,31 @@ def _stages(path: Path) -> dict:
     stages = yaml.safe_load(path.read_text())["stages"]
     out = {}
     for name, st in stages.items():
-        out.update({f"{name}@{k}": st["do"] for k in st["foreach"]} if "foreach" in st else {name: st})
+        if "foreach" not in st:
+            out[name] = st
+        elif isinstance(st["foreach"], dict):
+            out.update({f"{name}@{k}": st["do"] for k in st["foreach"]})
+        else:  # a templated list (the baselines): one stage, whatever the list holds
+            out[f"{name}@*"] = st["do"]
     return out
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_stage_param_exists_in_params_yaml(pipeline):
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    missing = []
+def test_every_stage_command_writes_the_pipelines_places(pipeline):
+    """A corecode command run by hand writes under data/work/manual/; dvc.yaml's pass --pipeline-outputs."""
     for name, st in _stages(pipeline).items():
-        for key in st.get("params", []):
-            if not isinstance(key, str):
-                continue
-            node = params
-            for part in key.split("."):
-                if not isinstance(node, dict) or part not in node:
-                    missing.append(f"{name}: {key}")
-                    break
-                node = node[part]
-    assert not missing, missing
+        cmds = st["cmd"] if isinstance(st["cmd"], list) else [st["cmd"]]
+        for cmd in cmds:
+            assert cmd.startswith("corecode --pipeline-outputs "), f"{name}: {cmd}"
 
 
-def test_baselines_pipeline_depends_on_the_main_one_and_stays_out_of_plain_repro(tmp_path):
+def test_dvc_analytics_are_off_in_the_committed_config():
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".dvc" / "config")
+    assert config["core"]["analytics"] == "false"
+
+
+def test_baselines_are_opt_in_and_hang_off_the_main_pipeline(tmp_path):
     dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
     for rel in ("dvc.yaml", "params.yaml", "baselines/dvc.yaml"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -49,15 +54,17 @@ def test_baselines_pipeline_depends_on_the_main_one_and_stays_out_of_plain_repro
     run = lambda *a: subprocess.run(a, cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout  # noqa: E731
     run("git", "init", "-q")
     run(dvc, "init", "-q")
-    dag = run(dvc, "dag", "--md", "baselines/dvc.yaml:evaluate_pta")
-    for stage in ("build_data", "init_model", "sft_pta", "pta_grpo", "evaluate_pta"):
+    # By default (baselines: []) no dvc command sees a baseline stage: not `dvc status`, `dvc repro`, `dvc exp run`
+    # nor the Prefect flow (all read DVC's index of every dvc.yaml).
+    every = run(dvc, "stage", "list", "--all", "--name-only")
+    assert "evaluate@planner_coder_grpo" in every and "pta" not in every, every
+    assert "pta" not in run(dvc, "status")
+    # Opted in, its stages join, upstream of nothing in the main pipeline.
+    params = tmp_path / "params.yaml"
+    params.write_text(params.read_text().replace("\nbaselines: []\n", "\nbaselines:\n- pta\n"))
+    dag = run(dvc, "dag", "--md", "baselines/dvc.yaml:report_pta@pta")
+    for stage in ("params", "build_data", "init_model", "sft_pta@pta", "pta_grpo@pta", "evaluate_pta@pta"):
         assert stage in dag, dag
-    main = run(dvc, "stage", "list", "--name-only")
-    assert "evaluate@planner_coder_grpo" in main and "sft_pta" not in main
-    # What `make run` runs: nothing of the optional pipeline is upstream of the main one (a directory dep such as
-    # data/reports/eval would pull evaluate_pta in, as it did once). `dvc dag dvc.yaml` is the main file's graph
-    # plus everything upstream of it.
-    upstream = run(dvc, "dag", "--md", "dvc.yaml")
-    assert "report" in upstream and "promote" in upstream
-    assert "pta" not in upstream, upstream
-    assert "dvc repro dvc.yaml" in (ROOT / "Makefile").read_text()
+    assert "report_pta@pta" in run(dvc, "stage", "list", "--all", "--name-only")
+    upstream = run(dvc, "dag", "--md", "dvc.yaml:promote")
+    assert "report" in upstream and "pta" not in upstream, upstream
