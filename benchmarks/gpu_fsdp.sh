@@ -6,7 +6,7 @@
 # Per-step times: data/reports/train/grpo_team_{1gpu,fsdp,ddp}.json (step_time_s, tokens_per_s).
 #   R=/tmp/gpurun STEPS=16 bash benchmarks/gpu_fsdp.sh
 set -u
-R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml; CLI="python3 -m corecode.cli"; STEPS=${STEPS:-16}
+R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml; CLI="python3 -m corecode.cli --pipeline-outputs"; STEPS=${STEPS:-16}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1
 step() {
@@ -41,7 +41,7 @@ step grpo_1gpu $CLI grpo-team --params $P ${G}1gpu --set grpo.team.coder_output=
 export CUDA_VISIBLE_DEVICES=0,1
 for mode in fsdp ddp; do
   step "grpo_2gpu_$mode" python3 -m accelerate.commands.launch --config_file configs/accelerate/$mode.yaml \
-    -m corecode.cli grpo-team --params $P ${G}$mode --set grpo.team.coder_output=data/checkpoints/grpo_coder_$mode \
+    -m corecode.cli --pipeline-outputs grpo-team --params $P ${G}$mode --set grpo.team.coder_output=data/checkpoints/grpo_coder_$mode \
     --set grpo.team.checkpoint_dir=data/checkpoints/state_$mode --set grpo.team.log_path=data/reports/train/grpo_team_$mode.json
 done
 tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null

@@ -5,7 +5,7 @@
 #   R=/tmp/gpurun STEPS=12 bash benchmarks/gpu_scaling.sh
 set -u
 R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml;  # data/ is ignored: survives a tree re-sync
- CLI="python3 -m corecode.cli"; STEPS=${STEPS:-12}
+ CLI="python3 -m corecode.cli --pipeline-outputs"; STEPS=${STEPS:-12}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0
 step() {
   local name=$1; shift; local t0=$(date +%s.%N)
@@ -24,7 +24,7 @@ step sft_planner $CLI sft --role planner --params $P
 step sft_coder $CLI sft --role coder --params $P
 step grpo_1gpu $CLI grpo-team --params $P
 export CUDA_VISIBLE_DEVICES=0,1
-step grpo_2gpu python3 -m accelerate.commands.launch --config_file configs/accelerate/ddp.yaml -m corecode.cli grpo-team \
+step grpo_2gpu python3 -m accelerate.commands.launch --config_file configs/accelerate/ddp.yaml -m corecode.cli --pipeline-outputs grpo-team \
   --params $P --set grpo.team.planner_output=data/checkpoints/ddp_planner --set grpo.team.coder_output=data/checkpoints/ddp_coder \
   --set grpo.team.checkpoint_dir=data/checkpoints/ddp_state --set grpo.team.log_path=data/reports/train/grpo_team_ddp.json
 export CUDA_VISIBLE_DEVICES=0

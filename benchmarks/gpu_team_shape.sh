@@ -26,6 +26,6 @@ if [ "$NPROC" = 1 ]; then
   step "grpo_${SHAPE}_1gpu" $CLI grpo-team --params $P
 else
   step "grpo_${SHAPE}_${NPROC}gpu" python3 -m accelerate.commands.launch --config_file configs/accelerate/ddp.yaml \
-    --num_processes "$NPROC" -m corecode.cli grpo-team --params $P
+    --num_processes "$NPROC" -m corecode.cli --pipeline-outputs grpo-team --params $P
 fi
 python3 benchmarks/grpo_log_summary.py "$LOG" | tee -a "$R/steps.tsv"

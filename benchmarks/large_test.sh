@@ -26,7 +26,7 @@ for c in sft_planner sft_coder grpo_planner grpo_coder; do cp -r data/checkpoint
 cd "$W"
 S="--set tracking.enabled=false"
 for n in 300 900 2000 2700 3000 8000; do
-  $PY -m corecode.cli build-data $S --set data.composite.n_test=$n > build_$n.log 2>&1
+  $PY -m corecode.cli --pipeline-outputs build-data $S --set data.composite.n_test=$n > build_$n.log 2>&1
   cp data/processed/composite_test.jsonl test_$n.jsonl
 done
 for f in planner coder; do  # the SFT data must not move, or the checkpoints would not belong to this data
@@ -55,9 +55,9 @@ E="$S --set evaluate.benchmarks=[composite_test] --set evaluate.n_samples=1 --se
    --set evaluate.collaboration_gain=false --set evaluate.methods=[planner_coder_sft,planner_coder_grpo]
    --set report.comparisons=[[planner_coder_grpo,planner_coder_sft]]"
 for m in planner_coder_sft planner_coder_grpo; do
-  $PY -m corecode.cli evaluate --method $m $E > eval_$m.log 2>&1
+  $PY -m corecode.cli --pipeline-outputs evaluate --method $m $E > eval_$m.log 2>&1
 done
-$PY -m corecode.cli metrics $E > metrics.log 2>&1
+$PY -m corecode.cli --pipeline-outputs metrics $E > metrics.log 2>&1
 $PY - <<'PY'
 import json
 m = json.load(open("data/reports/metrics.json"))

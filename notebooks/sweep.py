@@ -120,8 +120,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, help="Seconds a training command may run (default: no limit).")
     ap.add_argument(
         "--cli",
-        default=f"{shlex.quote(sys.executable)} -m corecode.cli",
-        help="How to call corecode (default: this interpreter, -m corecode.cli).",
+        default=f"{shlex.quote(sys.executable)} -m corecode.cli --pipeline-outputs",
+        help="How to call corecode (default: this interpreter, -m corecode.cli --pipeline-outputs: each run's "
+        "scratch directory holds its outputs in the pipeline's places).",
     )
     ap.add_argument("--reuse", action="store_true", help="Skip a step whose output is already in the run directory.")
     ap.add_argument(
