@@ -12,21 +12,8 @@
 set -u
 PROFILE=${PROFILE:-gpu-dev}
 R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.$PROFILE.yaml;  # data/ is ignored: survives a tree re-sync
- CLI="python3 -m corecode.cli"
 EVAL_BENCH=${EVAL_BENCH:-[composite_test, humaneval]}
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-step() {  # step NAME CMD...: run, time, record (name, exit code, seconds, peak MiB of GPU 0)
-  local name=$1; shift; local t0=$(date +%s.%N)
-  echo "=== $name: $*" >>"$R/log"
-  nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$R/mem.$name" 2>/dev/null &
-  local poll=$!
-  "$@" >>"$R/log" 2>&1; local rc=$?
-  kill $poll 2>/dev/null; wait $poll 2>/dev/null
-  local peak=$(sort -n "$R/mem.$name" 2>/dev/null | tail -1)
-  printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" "${peak:-?}MiB" \
-    | tee -a "$R/steps.tsv"
-  return $rc
-}
+source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; python3 -c 'import torch,transformers;print(torch.__version__,transformers.__version__)'; which bwrap unshare; } >"$R/env.txt" 2>&1
 if [ "${SKIP_THROUGHPUT:-0}" != 1 ] && [ -z "${STANDIN:-}" ]; then
   TORCH_LOGS=recompiles,graph_breaks step throughput python3 benchmarks/generation_throughput.py --batch-sizes 64 256 \
@@ -43,34 +30,16 @@ if [ -n "${STANDIN:-}" ]; then  # a random-weight checkpoint of the profile's re
     --json-out "$R/throughput_standin.json"
 fi
 EXTRA=(); for kv in ${EXTRA_SET:-}; do EXTRA+=(--set "$kv"); done
-# Sandbox isolation: the first that passes the canonical-solutions self-test (bwrap is usually absent on GPU hosts).
-ISO=""
-for combo in "bwrap true" "unshare true" "unshare false" "none false"; do
-  set -- $combo
-  $CLI profile apply "$PROFILE" -o $P "${MODEL_SET[@]}" "${EXTRA[@]}" --set sandbox.isolation=$1 --set sandbox.cgroup=$2 \
-    --set sandbox.python=$(command -v python3) --set "evaluate.benchmarks=$EVAL_BENCH" \
-    ${GRPO_STEPS:+--set grpo.team.max_steps=$GRPO_STEPS} >>"$R/log" 2>&1
-  if step "selftest_$1_cgroup_$2" $CLI sandbox-selftest --params $P --isolation $1; then ISO="$1 cgroup=$2"; break; fi
-done
-echo "sandbox: $ISO" | tee -a "$R/steps.tsv"
+apply() { $CLI profile apply "$PROFILE" -o $P "${MODEL_SET[@]}" "${EXTRA[@]}" --set sandbox.python=$(command -v python3) \
+  --set "evaluate.benchmarks=$EVAL_BENCH" ${GRPO_STEPS:+--set grpo.team.max_steps=$GRPO_STEPS} "$@" >>"$R/log" 2>&1; }
+apply && pick_isolation && apply "${ISO_SET[@]}"
 step build_data $CLI build-data --params $P
 step init_model $CLI init-model --params $P
 python3 -c "from corecode.models.memory import parameter_counts as n;print('params',n('data/checkpoints/base')[0])" >>"$R/steps.tsv" 2>&1
 step sft_planner $CLI sft --role planner --params $P
 step sft_coder $CLI sft --role coder --params $P
 step grpo_team $CLI grpo-team --params $P
-python3 - >>"$R/steps.tsv" 2>&1 <<'PY'
-# Team GRPO per step: wall time and rollout tokens/s (new tokens of both roles over the generation time), medians of
-# steps 2.. (step 1 compiles).
-import json, statistics
-rows = [r for r in json.load(open("data/reports/train/grpo_team.json")) if "step_time_s" in r]
-later = rows[1:] or rows
-med = lambda k: statistics.median(r[k] for r in later)
-gen_tps = [r["tokens_per_s"] * r["step_time_s"] / r["generation_s"] for r in later if r.get("generation_s")]
-print(f"grpo_steps\t{len(rows)}\tfirst {rows[0]['step_time_s']:.1f} s\tmedian {med('step_time_s'):.2f} s/step "
-      f"(min {min(r['step_time_s'] for r in later):.2f}, max {max(r['step_time_s'] for r in later):.2f}); "
-      f"rollout {statistics.median(gen_tps):,.0f} tok/s")
-PY
+python3 benchmarks/grpo_log_summary.py data/reports/train/grpo_team.json >>"$R/steps.tsv" 2>&1
 step eval_sft $CLI evaluate --method planner_coder_sft --params $P
 step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
 step compare python3 - <<'PY'
