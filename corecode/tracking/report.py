@@ -12,9 +12,11 @@ with ``step``, or ``{"log_history": [...]}`` as in ``Trainer.state``) or *.csv w
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +272,38 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
         lines += ["## Training curves", ""]
         lines += [f"![{n[6:-4]}]({rel[n]})\n" for n in sorted(train)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+_IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+\.png)\)")
+
+
+def embed_images(markdown: str, base_dir: str | Path) -> str:
+    """The report with each ``![alt](plots/x.png)`` as a ``data:image/png;base64`` URI, for viewers that cannot
+    resolve a path beside the file: the Prefect artifact (its markdown renderer allows ``data:image/`` sources)
+    and MLflow's artifact preview. A link whose file is missing stays as it is."""
+
+    def inline(m: re.Match) -> str:
+        path = Path(base_dir) / m.group(2)
+        if not path.is_file():
+            return m.group(0)
+        return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+
+    return _IMAGE_LINK.sub(inline, markdown)
+
+
+def headline_metrics(data: dict) -> dict[str, float]:
+    """What the pipeline's parent run shows: pass@1 per method and benchmark, and each paired comparison's delta and
+    p-value (``delta.A_vs_B.BENCHMARK``)."""
+    out = {
+        f"{m}.{b}.pass_at_1": float(r["pass_at_1"])
+        for m, benches in data["methods"].items()
+        for b, r in benches.items()
+    }
+    for c in data.get("comparisons") or []:
+        name = f"{c['a']}_vs_{c['b']}.{c['benchmark']}"
+        out[f"delta.{name}"] = float(c["delta"])
+        out[f"p_value.{name}"] = float(c["p_value"])
+    return out
 
 
 def flat_metrics(data: dict) -> dict[str, float]:

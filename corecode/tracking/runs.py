@@ -13,6 +13,12 @@ Every DVC stage is its own process, so the stages of one pipeline run must agree
 
 Stage commands wrap themselves in :func:`stage_run`; TRL/transformers trainers with ``report_to=["mlflow"]`` log
 into the stage's run because transformers' MLflowCallback reuses an active run instead of starting its own.
+
+Provenance: a run carries the git commit and ``corecode.git_dirty`` from its start. DVC writes a stage's entry into
+dvc.lock only after the stage's command has exited, so a stage run under ``dvc repro`` ends by starting
+:mod:`corecode.tracking.lockwatch`, which tags the run and its parent with the hash of dvc.lock as DVC left it
+after the stage (``corecode.dvc_lock_sha256``: the lock that records this run's result) and re-checks
+``git_dirty`` (dvc.lock then differs from HEAD). A stage run by hand gets no lock hash: no dvc.lock records it.
 """
 
 from __future__ import annotations
@@ -92,7 +98,10 @@ def flatten_params(tree: Mapping[str, Any] | BaseModel, prefix: str = "") -> dic
 
 
 def git_commit(cwd: str | Path = ".") -> tuple[str, bool] | None:
-    """``(commit sha, dirty)`` of the work tree at ``cwd``, or None outside a git repo."""
+    """``(commit sha, dirty)`` of the work tree at ``cwd``, or None outside a git repo.
+
+    Dirty: a tracked file differs from HEAD (staged or not), or dvc.lock exists but HEAD has none (a first
+    ``dvc repro`` in a fresh clone)."""
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
@@ -100,29 +109,51 @@ def git_commit(cwd: str | Path = ".") -> tuple[str, bool] | None:
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True
         ).stdout
+        new_lock = (Path(cwd) / "dvc.lock").is_file() and (
+            subprocess.run(["git", "cat-file", "-e", "HEAD:dvc.lock"], cwd=cwd, capture_output=True).returncode != 0
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
-    return sha, bool(status.strip())
+    return sha, bool(status.strip()) or new_lock
 
 
 def file_sha256(path: str | Path) -> str | None:
-    """sha256 of a file (``dvc.lock``: identifies the pipeline state a stage started from), None if absent."""
+    """sha256 of a file (``dvc.lock``: identifies the pipeline state a run produced), None if absent."""
     path = Path(path)
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def provenance_tags(cwd: str | Path = ".") -> dict[str, str]:
-    """Tags that tie a run to its code and data: git commit (+ dirty flag) and the dvc.lock hash."""
+    """Tags that tie a run to its code: git commit and dirty flag (the dvc.lock hash comes when DVC has locked the
+    run's result: :func:`lock_tags`)."""
     tags: dict[str, str] = {}
     git = git_commit(cwd)
     if git:
         tags["mlflow.source.git.commit"] = git[0]
         tags["corecode.git_commit"] = git[0]
         tags["corecode.git_dirty"] = str(git[1]).lower()
+    return tags
+
+
+def lock_tags(cwd: str | Path = ".") -> dict[str, str]:
+    """``corecode.dvc_lock_sha256`` (dvc.lock as it is now) and ``corecode.git_dirty`` re-checked now."""
+    tags = {k: v for k, v in provenance_tags(cwd).items() if k == "corecode.git_dirty"}
     lock = file_sha256(Path(cwd) / "dvc.lock")
     if lock:
         tags["corecode.dvc_lock_sha256"] = lock
     return tags
+
+
+def experiment_url(tracking: TrackingParams, ui: str = "http://127.0.0.1:5000") -> str | None:
+    """Link to the experiment's runs in the MLflow UI (``make mlflow-ui``), None if it does not exist yet.
+
+    MLflow 3.17's UI picks an experiment's landing tab from its GenAI / model-training switch (the ``workflowType``
+    URL parameter, else the browser's saved choice, GenAI by default), not from an experiment tag; the link asks
+    for model training, which opens on the runs."""
+    from mlflow import MlflowClient
+
+    exp = MlflowClient(tracking_uri(tracking)).get_experiment_by_name(tracking.experiment)
+    return f"{ui}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning" if exp else None
 
 
 # ---------------------------------------------------------------------------------------------------- parent runs
@@ -138,12 +169,35 @@ def start_parent_run(tracking: TrackingParams, run_name: str | None = None, tags
     return run.info.run_id
 
 
-def end_parent_run(tracking: TrackingParams, run_id: str, status: str = "FINISHED") -> None:
-    """Close a parent run (``FINISHED`` or ``FAILED``)."""
+def end_parent_run(tracking: TrackingParams, run_id: str, status: str = "FINISHED", cwd: str | Path = ".") -> None:
+    """Close a parent run (``FINISHED`` or ``FAILED``), tagged with the dvc.lock its stages left at ``cwd``."""
     from mlflow import MlflowClient
 
     configure(tracking)
-    MlflowClient().set_terminated(run_id, status=status)
+    client = MlflowClient()
+    for key, value in lock_tags(cwd).items():
+        client.set_tag(run_id, key, value)
+    client.set_terminated(run_id, status=status)
+
+
+def record_skipped_stage(tracking: TrackingParams, parent_run_id: str, stage: str, reason: str) -> str:
+    """A FINISHED nested run named ``<stage> (skipped)``, tagged ``corecode.skipped=true``, for a stage DVC found
+    up to date: the parent then lists every stage of the pipeline run, run or not. Returns its run id."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    parent = client.get_run(parent_run_id)
+    tags = {
+        "mlflow.parentRunId": parent_run_id,
+        "mlflow.note.content": f"Not run: {reason}. Its outputs are those recorded in dvc.lock.",
+        "corecode.stage": stage,
+        "corecode.kind": "stage",
+        "corecode.skipped": "true",
+        **lock_tags(),
+    }
+    run = client.create_run(parent.info.experiment_id, run_name=f"{stage} (skipped)", tags=tags)
+    client.set_terminated(run.info.run_id, status="FINISHED")
+    return run.info.run_id
 
 
 def _open_parent(run_id: str, need_running: bool) -> bool:
@@ -250,6 +304,32 @@ class StageRun:
 
             mlflow.log_dict(data, artifact_file, run_id=self.run_id)
 
+    def log_text(self, text: str, artifact_file: str) -> None:
+        if self.enabled:
+            from mlflow import MlflowClient
+
+            MlflowClient().log_text(self.run_id, text, artifact_file)
+
+    def log_images(self, paths: list[Path]) -> None:
+        """Each PNG as an MLflow image (key = file stem): the run page shows them as pictures, not files."""
+        if not self.enabled:
+            return
+        from mlflow import MlflowClient
+        from PIL import Image
+
+        for path in paths:
+            with Image.open(path) as image:
+                MlflowClient().log_image(
+                    self.run_id, image.convert("RGB"), key=Path(path).stem, step=0, synchronous=True
+                )
+
+    def log_parent_metrics(self, metrics: Mapping[str, float]) -> None:
+        """Metrics on the pipeline's parent run (the headline numbers a user sees without expanding it)."""
+        if self.enabled and self.parent_run_id:
+            import mlflow
+
+            mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, run_id=self.parent_run_id)
+
 
 @contextlib.contextmanager
 def stage_run(
@@ -296,6 +376,11 @@ def stage_run(
     finally:
         if owned:
             MlflowClient().set_terminated(parent_id, status=status)
+    invocation = dvc_invocation()
+    if invocation:
+        from corecode.tracking.lockwatch import watch_in_background
+
+        watch_in_background(tracking_uri(tracking), [run.info.run_id, parent_id], invocation)
 
 
 def _stage_params(params: BaseModel | Mapping[str, Any]) -> dict[str, str]:

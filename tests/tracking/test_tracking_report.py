@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+from pathlib import Path
 
 import pytest
 import typer
@@ -87,6 +90,23 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     assert {"report.md", "metrics.json", "plots"} <= arts
     assert len(client.list_artifacts(run.info.run_id, "plots")) == len(plots)
     assert run.data.metrics["planner_coder_grpo.humaneval.pass_at_5"] == pytest.approx(0.6)
+    # MLflow's report.md carries its plots (a viewer cannot resolve plots/x.png beside it), byte for byte
+    logged = Path(client.download_artifacts(run.info.run_id, "report.md", str(tmp_path / "dl"))).read_text()
+    uris = re.findall(r"!\[[^\]]*\]\(data:image/png;base64,([^)]+)\)", logged)
+    assert sorted(base64.b64decode(u) for u in uris) == sorted(
+        (tmp_path / "data/reports/plots" / n).read_bytes() for n in plots
+    )
+    assert logged.replace("\n", "") != md.replace("\n", "") and "(plots/" not in logged
+    # ... and each plot is an MLflow image (the run page's image view), not only a file
+    images = {a.path for a in client.list_artifacts(run.info.run_id, "images")}
+    assert {Path(p).name.split("+")[0] for p in images} >= {Path(n).stem for n in plots}
+    # the parent run carries the headline numbers: pass@1 per method and benchmark, each comparison's delta
+    parent = client.get_run(run.data.tags["mlflow.parentRunId"]).data.metrics
+    assert parent["planner_coder_grpo.humaneval.pass_at_1"] == pytest.approx(0.41)
+    assert parent["delta.planner_coder_grpo_vs_single_sft.humaneval"] == pytest.approx(0.2)
+    assert parent["p_value.planner_coder_grpo_vs_single_sft.humaneval"] == pytest.approx(0.003)
+    exp = client.get_experiment_by_name("corecode").experiment_id
+    assert f"/#/experiments/{exp}/runs?workflowType=machine_learning" in res.output  # the link that opens on runs
 
 
 def test_bad_metrics_name_the_file_and_key(tmp_path):

@@ -47,7 +47,8 @@ def test_stages_share_parent_params_and_tags(store, tmp_path):
     assert run.data.tags["corecode.stage"] == "build_data"
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert run.data.tags["corecode.git_commit"] == head
-    assert run.data.tags["corecode.dvc_lock_sha256"] == hashlib.sha256(b"schema: '2.0'\n").hexdigest()
+    # run by hand: no dvc.lock records this result, so no lock hash; dirty, since HEAD has no dvc.lock
+    assert "corecode.dvc_lock_sha256" not in run.data.tags and run.data.tags["corecode.git_dirty"] == "true"
     assert run.data.params["tracking.experiment"] == "corecode"
     assert run.data.params["corecode.seed"] == "0"  # top-level scalars are prefixed (a trainer logs its own `seed`)
     assert len(run.data.params) == len(flatten_params(params))  # > 100 params: batching works
@@ -93,7 +94,27 @@ def test_each_dvc_repro_gets_its_own_parent(store, tmp_path, monkeypatch):
         parents.append(parent)
         info = client.get_run(parent)
         assert info.info.status == "FINISHED" and info.data.tags["corecode.dvc_invocation"].startswith("dvc:")
+        # each run is tagged with dvc.lock as DVC left it after the stage (the lock that records its result):
+        # after `one` the lock holds only `one`; the last stage and the parent carry the final lock
+        final = hashlib.sha256((tmp_path / "dvc.lock").read_bytes()).hexdigest()
+        tags = {name: _await_tag(client, r.info.run_id) for name, r in latest.items()}
+        assert tags["two"] == final and _await_tag(client, parent) == final
+        if len(parents) == 1:
+            assert tags["one"] != final
+        for run_id in [parent, *(r.info.run_id for r in latest.values())]:
+            assert client.get_run(run_id).data.tags["corecode.git_dirty"] == "true"  # dvc.lock is not in HEAD
     assert parents[0] != parents[1]
+
+
+def _await_tag(client, run_id, key="corecode.dvc_lock_sha256", timeout_s=30.0):
+    """The lock tag is set by a detached watcher once DVC has written dvc.lock: poll for it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        tag = client.get_run(run_id).data.tags.get(key)
+        if tag:
+            return tag
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id}: no {key} after {timeout_s} s")
 
 
 def test_env_parent_wins_and_is_left_open(store, monkeypatch):

@@ -1,0 +1,80 @@
+"""Tag a stage's MLflow run with the dvc.lock that records its result, once DVC has written it.
+
+``dvc repro`` writes a stage's entry into dvc.lock after the stage's command has exited, so the command itself cannot
+know the lock that records its result. :func:`corecode.tracking.runs.stage_run` therefore ends a stage run under
+DVC by starting this module as a detached process (its own session, no pipes, so DVC does not wait for it). It
+waits until dvc.lock changes (DVC has locked the stage) or the ``dvc`` process has exited (nothing more will be
+written), then sets ``corecode.dvc_lock_sha256`` (the lock's hash) and ``corecode.git_dirty`` (re-checked: the
+updated dvc.lock differs from HEAD) on the stage run and on its parent.
+
+Usage (internal): ``python -m corecode.tracking.lockwatch TRACKING_URI DVC_INVOCATION LOCK_SHA256 RUN_ID...``
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# A stage's outputs are hashed and cached by DVC before it writes the lock: minutes for a large checkpoint.
+MAX_WAIT_S = 3 * 3600
+POLL_S = 0.5
+
+
+def watch_in_background(uri: str, run_ids: list[str], invocation: str, cwd: str | Path = ".") -> None:
+    """Start the watcher for ``run_ids`` (stage run first, then its parent) of the ``dvc`` process ``invocation``."""
+    from corecode.tracking.runs import file_sha256
+
+    lock = file_sha256(Path(cwd) / "dvc.lock") or "-"
+    subprocess.Popen(
+        [sys.executable, "-m", "corecode.tracking.lockwatch", uri, invocation, lock, *run_ids],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _dvc_alive(invocation: str) -> bool:
+    import psutil
+
+    _, pid, started = invocation.split(":")
+    try:
+        proc = psutil.Process(int(pid))
+        return f"{proc.create_time():.3f}" == started and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait_for_lock(invocation: str, lock_before: str, cwd: str | Path = ".", max_wait_s: float = MAX_WAIT_S) -> None:
+    """Return once dvc.lock's hash differs from ``lock_before`` or the ``dvc`` process is gone."""
+    from corecode.tracking.runs import file_sha256
+
+    deadline = time.monotonic() + max_wait_s
+    while time.monotonic() < deadline:
+        if (file_sha256(Path(cwd) / "dvc.lock") or "-") != lock_before or not _dvc_alive(invocation):
+            return
+        time.sleep(POLL_S)
+
+
+def main(argv: list[str]) -> None:
+    uri, invocation, lock_before, *run_ids = argv
+    wait_for_lock(invocation, lock_before)
+    time.sleep(POLL_S)  # DVC writes dvc.lock in one go; a read in the middle of it would hash half a file
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from mlflow import MlflowClient
+
+    from corecode.tracking.runs import lock_tags
+
+    client = MlflowClient(uri)
+    tags = lock_tags()
+    for run_id in run_ids:
+        for key, value in tags.items():
+            client.set_tag(run_id, key, value)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
