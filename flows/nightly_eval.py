@@ -4,11 +4,15 @@ Resolves ``models:/<name>@champion`` to a local directory (the version is logged
 measured), then runs an evaluation command in the repo. The command is a template: ``{model_path}``,
 ``{model_uri}`` and ``{version}`` are filled in. The default evaluates the team named ``champion`` in
 ``agents.teams``, whose roles point at ``models:/corecode-team@champion`` (corecode.agents resolves the per-role
-subdirectories of a team version).
+subdirectories of a team version), into ``data/reports/nightly/`` (outside every DVC stage's outputs).
+
+The ``corecode-nightly-eval`` table artifact then shows, per benchmark of the command's ``summary.json``, the
+score (pass@1), last night's (the previous artifact of that key) and the change, with the champion version measured.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from pathlib import Path
@@ -52,23 +56,77 @@ def run_evaluation(command: list[str], repo_dir: str) -> dict[str, Any]:
     return {"returncode": res.returncode, "stdout_tail": res.stdout[-2000:]}
 
 
+ARTIFACT_KEY = "corecode-nightly-eval"
+
+
+def read_scores(summary: Path) -> dict[str, float]:
+    """``{benchmark: pass@1}`` from an evaluate ``summary.json``; empty if the command wrote none there."""
+    if not summary.is_file():
+        return {}
+    benchmarks = json.loads(summary.read_text()).get("benchmarks") or {}
+    return {b: float(s["pass_at_1"]) for b, s in benchmarks.items() if isinstance(s.get("pass_at_1"), int | float)}
+
+
+def last_night(key: str = ARTIFACT_KEY) -> dict[str, float]:
+    """``{benchmark: pass@1}`` of the latest artifact ``key`` (the previous nightly run), empty if there is none."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), sort=ArtifactSort.CREATED_DESC, limit=1
+        )
+    if not found:
+        return {}
+    rows = json.loads(found[0].data) if isinstance(found[0].data, str) else found[0].data
+    return {r["benchmark"]: r["pass_at_1"] for r in rows or [] if isinstance(r.get("pass_at_1"), int | float)}
+
+
+def score_rows(scores: dict[str, float], previous: dict[str, float], version: str) -> list[dict[str, Any]]:
+    """One row per benchmark: pass@1 tonight, last night and the change (None where there was no last night)."""
+    rows = []
+    for bench, score in scores.items():
+        before = previous.get(bench)
+        change = None if before is None else round(score - before, 6)
+        rows.append(
+            {"benchmark": bench, "pass_at_1": score, "last_night": before, "change": change, "version": version}
+        )
+    return rows
+
+
 @flow(name="corecode-nightly-eval", log_prints=True)
 def nightly_eval(
     repo_dir: str = ".",
     model_uri: str = "models:/corecode-team@champion",
-    command: str = "corecode evaluate --method champion",
+    command: str = "corecode evaluate --method champion --out-dir data/reports/nightly",
+    summary: str = "data/reports/nightly/champion/summary.json",
 ) -> dict[str, Any]:
-    """Evaluate the current champion; records which version was measured as a Prefect table artifact."""
+    """Evaluate the current champion; a table artifact gives its score per benchmark and the change since last
+    night. ``summary``: the ``summary.json`` the command writes (relative to ``repo_dir``)."""
     import os
 
     if not os.environ.get("MLFLOW_TRACKING_URI"):  # the registry lives in the repo's sqlite store by default
         os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{Path(repo_dir).resolve() / 'mlflow.db'}"
     model = resolve_champion(model_uri, repo_dir)
     argv = shlex.split(command.format(model_uri=model_uri, **model))
+    summary_path = Path(repo_dir) / summary
+    summary_path.unlink(missing_ok=True)  # a score must come from tonight's run, not an old file
     result = run_evaluation(argv, repo_dir)
-    create_table_artifact(
-        [{"model_uri": model_uri, "version": model["version"], "command": shlex.join(argv), "exit": 0}],
-        key="corecode-nightly-eval",
-        description="Champion measured by the nightly evaluation",
+    scores = read_scores(summary_path)
+    rows = score_rows(scores, last_night(), model["version"])
+    if not rows:
+        rows = [{"benchmark": None, "pass_at_1": None, "last_night": None, "change": None, "version": model["version"]}]
+    headline = "; ".join(
+        f"{r['benchmark']} pass@1 {r['pass_at_1']:.3f}"
+        + ("" if r["change"] is None else f" ({r['change']:+.3f} since last night)")
+        for r in rows
+        if r["benchmark"]
     )
-    return {**model, **result}
+    create_table_artifact(
+        rows,
+        key=ARTIFACT_KEY,
+        description=f"{model_uri} v{model['version']}: {headline or f'no score ({summary} not written)'}",
+    )
+    get_run_logger().info("%s", headline or f"{summary}: not written by the command, no score")
+    return {**model, **result, "scores": scores}

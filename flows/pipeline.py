@@ -2,9 +2,10 @@
 
 Each task runs ``dvc repro --single-item <stage>``: DVC still decides what a stage reads and writes and records it
 in dvc.lock, so a flow run leaves the same dvc.lock as ``dvc repro``. The flow adds what DVC lacks: retries with
-exponential backoff on transient failures, a visible skip for stages ``dvc status`` reports up to date, a ``gpu``
-tag on training stages (for a tag-based concurrency limit), one MLflow parent run for all stages
-(``CORECODE_PARENT_RUN_ID``), and the report and metrics as Prefect artifacts.
+exponential backoff on transient failures, a visible skip for stages ``dvc status`` reports up to date (the task
+ends in a ``Skipped`` state and the MLflow parent gets a ``<stage> (skipped)`` run), a ``gpu`` tag on training stages
+(for a tag-based concurrency limit), one MLflow parent run for all stages (``CORECODE_PARENT_RUN_ID``), and the
+report (its plots inside it) and metrics as Prefect artifacts.
 
 Stages run one at a time in dependency order: DVC holds a repository lock during ``repro``, so two stages of one
 checkout cannot run at once anyway.
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
 # Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
@@ -140,17 +142,22 @@ def _retry_transient(task, task_run, state) -> bool:
 @task(task_run_name="{stage}", retry_condition_fn=_retry_transient, log_prints=True)
 def run_stage(
     stage: str, repo_dir: str, parent_run_id: str | None = None, tracking_uri: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """Run one DVC stage unless ``dvc status`` says it is up to date; returns ``{stage, status, seconds}``.
 
-    The stage process gets the MLflow parent run id and tracking URI through the environment, so its
-    ``stage_run`` nests under this flow run's parent.
+    A stage that is up to date ends in a ``Skipped`` state (of type COMPLETED, so downstream tasks go on) that
+    carries the same dict, and gets a ``<stage> (skipped)`` run under the MLflow parent. The stage process gets the
+    MLflow parent run id and tracking URI through the environment, so its ``stage_run`` nests under this flow
+    run's parent.
     """
     logger = get_run_logger()
     root = Path(repo_dir)
     if stage_up_to_date(stage, root):
         logger.info("%s: up to date (dvc status clean), skipped", stage)
-        return {"stage": stage, "status": "skipped", "seconds": 0.0}
+        if parent_run_id:
+            _record_skip(root, stage, parent_run_id, tracking_uri)
+        result = {"stage": stage, "status": "skipped", "seconds": 0.0}
+        return Completed(name="Skipped", message="up to date in dvc.lock (dvc status clean)", data=result)
     env = dict(os.environ)
     if parent_run_id:
         env[PARENT_ENV] = parent_run_id
@@ -164,6 +171,18 @@ def run_stage(
     if res.returncode != 0:
         raise StageFailed(stage, res.returncode, res.stdout + res.stderr)
     return {"stage": stage, "status": "ran", "seconds": seconds}
+
+
+def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) -> None:
+    from corecode.tracking.runs import record_skipped_stage
+
+    tp = _tracking(root)
+    cwd = os.getcwd()
+    os.chdir(root)  # the lock tags are read from the repo's dvc.lock
+    try:
+        record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean")
+    finally:
+        os.chdir(cwd)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow
@@ -210,7 +229,7 @@ def _parent_run(root: Path, enabled: bool):
         yield run_id, tp.uri
         status = "FINISHED"
     finally:
-        end_parent_run(tp, run_id, status)
+        end_parent_run(tp, run_id, status, cwd=root)
 
 
 def _publish(root: Path, results: list[dict], report: str, metrics: str) -> None:
@@ -227,7 +246,11 @@ def _publish(root: Path, results: list[dict], report: str, metrics: str) -> None
         create_table_artifact(rows, key="corecode-metrics", description=f"{metrics}: pass@k per method")
     rpath = root / report
     if rpath.is_file():
-        create_markdown_artifact(rpath.read_text(), key="corecode-report", description=str(report))
+        from corecode.tracking.report import embed_images
+
+        # the UI cannot fetch plots/x.png from the repo: the plots go inside the artifact
+        text = embed_images(rpath.read_text(), rpath.parent)
+        create_markdown_artifact(text, key="corecode-report", description=str(report))
 
 
 @flow(name="corecode-pipeline", log_prints=True)
@@ -259,7 +282,8 @@ def pipeline(
             for stage in order:
                 tags = ["gpu"] if stage.split("@", 1)[0] in GPU_STAGES else ["cpu"]
                 runner = run_stage.with_options(retries=retries, retry_delay_seconds=delays, tags=tags)
-                results.append(runner(stage, str(root), parent, uri))
+                result = runner(stage, str(root), parent, uri)
+                results.append(result.result() if isinstance(result, State) else result)
     finally:  # a failed run still shows what its stages did
         rest = order[len(results) :]
         rows = results + [

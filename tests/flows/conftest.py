@@ -80,7 +80,10 @@ elif stage == "train":
 elif stage == "evaluate":
     json.dump({"methods": {"toy": {"bench": {"pass_at_1": 0.5, "pass_at_k": {"pass_at_2": 0.75}}}}},
               open("data/metrics.json", "w"))
-    open("data/report.md", "w").write("# toy report\\n")
+    os.makedirs("data/plots", exist_ok=True)
+    from PIL import Image
+    Image.new("RGB", (8, 8), (200, 30, 30)).save("data/plots/bars.png")
+    open("data/report.md", "w").write("# toy report\\n\\n![bars](plots/bars.png)\\n")
     if os.environ.get("CORECODE_PARENT_RUN_ID"):  # under the flow: log a real nested stage run
         from corecode.tracking.config import TrackingParams
         from corecode.tracking.runs import stage_run

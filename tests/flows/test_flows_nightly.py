@@ -42,6 +42,56 @@ def test_nightly_eval_resolves_champion_and_runs_command(prefect_server, tmp_pat
     assert state.is_failed()
 
 
+def test_nightly_artifact_shows_the_score_and_the_change_since_last_night(prefect_server, tmp_path, monkeypatch):
+    import json
+
+    from mlflow import MlflowClient
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    from corecode.tracking.config import TrackingParams
+    from corecode.tracking.registry import register_checkpoint
+    from corecode.tracking.runs import stage_run
+    from flows.nightly_eval import ARTIFACT_KEY, nightly_eval
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (tmp_path / "coder").mkdir()
+    (tmp_path / "coder" / "config.json").write_text("{}")
+    with stage_run("promote", {}, TrackingParams(log_system_metrics=False)) as run:
+        mv = register_checkpoint({"coder": tmp_path / "coder"}, "team", run)
+    MlflowClient().set_registered_model_alias("team", "champion", str(mv.version))
+
+    # stands in for `corecode evaluate`: writes the summary.json the flow reads, with the score it is given
+    (tmp_path / "score.py").write_text(
+        "import json, pathlib, sys\n"
+        "p = pathlib.Path('out/champion/summary.json')\n"
+        "p.parent.mkdir(parents=True, exist_ok=True)\n"
+        "p.write_text(json.dumps({'benchmarks': {'composite_test': {'pass_at_1': float(sys.argv[1])}}}))\n"
+    )
+    kw = dict(repo_dir=str(tmp_path), model_uri="models:/team@champion", summary="out/champion/summary.json")
+    first = nightly_eval(command=f"{sys.executable} score.py 0.25", **kw)
+    second = nightly_eval(command=f"{sys.executable} score.py 0.5", **kw)
+    assert first["scores"] == {"composite_test": 0.25} and second["scores"] == {"composite_test": 0.5}
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[ARTIFACT_KEY])), sort=ArtifactSort.CREATED_DESC
+        )
+    tonight, before = (json.loads(a.data) for a in arts[:2])
+    assert before == [
+        {"benchmark": "composite_test", "pass_at_1": 0.25, "last_night": None, "change": None, "version": "1"}
+    ]
+    assert tonight == [
+        {"benchmark": "composite_test", "pass_at_1": 0.5, "last_night": 0.25, "change": 0.25, "version": "1"}
+    ]
+    assert "composite_test pass@1 0.500 (+0.250 since last night)" in arts[0].description
+
+    # a command that writes no summary leaves no stale score behind: the artifact says so
+    third = nightly_eval(command="true", **kw)
+    assert third["scores"] == {}
+
+
 def test_prefect_yaml_deployments_point_at_real_flows():
     from prefect.flows import load_flow_from_entrypoint
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import pytest
 import yaml
 from conftest import DVC_YAML, make_project
@@ -74,9 +77,31 @@ def test_flow_leaves_same_lock_as_dvc_repro_and_skips_when_up_to_date(prefect_se
     )
     assert child.data.tags["corecode.stage"] == "evaluate" and child.data.metrics["pass_at_1"] == 0.5
 
-    second = pipeline(**kw)  # nothing changed: every stage is skipped, no command runs
-    assert {r["status"] for r in second} == {"skipped"}
+    # the parent carries the dvc.lock the flow left: the lock that records its result
+    lock = hashlib.sha256((by_flow / "dvc.lock").read_bytes()).hexdigest()
+    assert parent.data.tags["corecode.dvc_lock_sha256"] == lock
+
+    second = pipeline(**kw, return_state=True)  # nothing changed: every stage is skipped, no command runs
+    assert {r["status"] for r in second.result()} == {"skipped"}
     assert [len(_counts(side, s)) for s in ("prepare", "train", "evaluate")] == [1, 1, 1]
+    # ... and shows as skipped: Prefect task runs end in a `Skipped` state, MLflow lists a `(skipped)` run per stage
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        tasks = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[second.state_details.flow_run_id]))
+        )
+    assert sorted((t.name, t.state.name, t.state.type.value) for t in tasks) == [
+        (s, "Skipped", "COMPLETED") for s in ("evaluate", "prepare", "train")
+    ]
+    (flow_parent,) = MlflowClient().search_runs(
+        [parent.info.experiment_id], "tags.`corecode.kind` = 'pipeline'", order_by=["start_time DESC"], max_results=1
+    )
+    skipped = MlflowClient().search_runs(
+        [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{flow_parent.info.run_id}'"
+    )
+    assert sorted(r.info.run_name for r in skipped) == ["evaluate (skipped)", "prepare (skipped)", "train (skipped)"]
+    assert {r.data.tags["corecode.skipped"] for r in skipped} == {"true"}
 
     (by_flow / "params.yaml").write_text((by_flow / "params.yaml").read_text().replace("lr: 0.1", "lr: 0.2"))
     third = pipeline(**kw)  # a param of `train` changed: train and its downstream re-run, prepare stays cached
@@ -88,7 +113,8 @@ def test_flow_leaves_same_lock_as_dvc_repro_and_skips_when_up_to_date(prefect_se
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=sorted(keys))))
     assert {a.key for a in arts} == keys
     report = next(a for a in arts if a.key == "corecode-report")
-    assert report.data == "# toy report\n"
+    png = base64.b64encode((by_flow / "data/plots/bars.png").read_bytes()).decode()
+    assert report.data == f"# toy report\n\n![bars](data:image/png;base64,{png})\n"  # the UI shows the plot itself
     metrics = next(a for a in arts if a.key == "corecode-metrics")
     assert "pass_at_2" in str(metrics.data) and "0.75" in str(metrics.data)
 
