@@ -30,8 +30,8 @@ if [ -n "${STANDIN:-}" ]; then  # a random-weight checkpoint of the profile's re
     --json-out "$R/throughput_standin.json"
 fi
 EXTRA=(); for kv in ${EXTRA_SET:-}; do EXTRA+=(--set "$kv"); done
-apply() { $CLI profile apply "$PROFILE" -o $P "${MODEL_SET[@]}" "${EXTRA[@]}" --set sandbox.python=$(command -v python3) \
-  --set "evaluate.benchmarks=$EVAL_BENCH" ${GRPO_STEPS:+--set grpo.team.max_steps=$GRPO_STEPS} "$@" >>"$R/log" 2>&1; }
+apply() { $CLI profile apply "$PROFILE" -o $P "${MODEL_SET[@]}" "${EXTRA[@]}" \
+  --set "sandbox.python=${SANDBOX_PYTHON:-$(command -v python3)}" --set "evaluate.benchmarks=$EVAL_BENCH" ${GRPO_STEPS:+--set grpo.team.max_steps=$GRPO_STEPS} "$@" >>"$R/log" 2>&1; }
 apply && pick_isolation && apply "${ISO_SET[@]}"
 step build_data $CLI build-data --params $P
 step init_model $CLI init-model --params $P
