@@ -11,8 +11,8 @@ R=$R/p15 PROFILE=qwen2.5-coder-1.5b-instruct STANDIN=1.5b SKIP_THROUGHPUT=1 SKIP
   EVAL_BENCH='[composite_test, humaneval]' EXTRA_SET="sft.max_steps=60 evaluate.max_problems=100 $GRPO_SET" \
   bash benchmarks/gpu_dev_pipeline.sh
 R=$R/t7 PROFILE=qwen2.5-coder-7b-instruct SHAPE=7b STEPS=6 EXTRA_SET="$GRPO_SET" bash benchmarks/gpu_team_shape.sh
-python3 benchmarks/grpo_step.py --shape 1.5b --steps 6 --json "$R/grpo_step_1.5b.json" >"$R/grpo_step.log" 2>&1 \
-  || python3 benchmarks/grpo_step.py --shape 1.5b --steps 6 --no-static-cache --json "$R/grpo_step_1.5b.json" \
+python3 benchmarks/grpo_step.py --shape 1.5b --steps 6 --tokenizer .bench/tok32k.json --json "$R/grpo_step_1.5b.json" >"$R/grpo_step.log" 2>&1 \
+  || python3 benchmarks/grpo_step.py --shape 1.5b --steps 6 --tokenizer .bench/tok32k.json --no-static-cache --json "$R/grpo_step_1.5b.json" \
     >>"$R/grpo_step.log" 2>&1
 rm -rf data/standin/7b-instruct data/checkpoints data/work  # the disk holds 64 GB
 R=$R/t14 PROFILE=qwen2.5-coder-14b-instruct SHAPE=14b STEPS=3 EXTRA_SET="$GRPO_SET" bash benchmarks/gpu_team_shape.sh
