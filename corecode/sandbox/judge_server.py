@@ -139,7 +139,8 @@ def op_record(req):
     return {"calls": calls}
 
 
-def _exception(name, message):
+def exception_from(name, message):
+    """A builtin exception of type ``name`` (RuntimeError("name: message") for anything else) carrying ``message``."""
     cls = getattr(builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
         try:
@@ -162,7 +163,7 @@ def op_replay(req):
         out = outputs[j]
         if "v" in out:
             return parse_literal(out["v"])
-        raise _exception(out.get("exc", "RuntimeError"), out.get("err", "no result"))
+        raise exception_from(out.get("exc", "RuntimeError"), out.get("err", "no result"))
 
     random.seed(req["seed"])
     try:

@@ -1,11 +1,15 @@
-"""Host side of one pool worker: starts a jailed zygote, sends it a sample, collects what comes back.
+"""Host side of one pool worker: starts a jailed zygote, sends it samples, collects what comes back.
 
-A worker that dies, hangs or floods is killed and restarted; the sample it was running still gets a result.
+A worker holds up to ``DEPTH`` samples: the one its zygote runs and the next, sent ahead, so the zygote starts the
+next sample the moment the last one is over instead of waiting for the host to read the result, grade it and send
+another (on 2 cores with 2 workers that wait left a core idle about a quarter of the time). Each held sample has its
+own result pipe. One I/O thread per worker does all the reading, sending, watchdog work and restarting; callers of
+``execute`` just wait. A worker that dies, hangs or floods is killed and restarted; the sample it was running still
+gets a result, and the one waiting behind it comes back empty (``Sandbox.run`` retries it).
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import itertools
 import json
@@ -16,7 +20,9 @@ import signal
 import struct
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +34,7 @@ from corecode.sandbox.isolation import SandboxUnavailable, run_as, zygote_comman
 
 _ZYGOTE_SRC = Path(__file__).with_name("zygote.py").read_text()
 _sids = itertools.count(1)
+DEPTH = 2  # samples a worker holds at once: the running one and the next, sent ahead (one result pipe each)
 
 
 @dataclass
@@ -43,16 +50,43 @@ class Execution:
     stalled: bool = False  # no test finished within the per-test limit: the host stopped the sample
 
 
+@dataclass
+class _Job:
+    """One sample held by a worker: its request, what came back so far, and the host's clocks for it."""
+
+    request: dict
+    on_record: Callable[[dict], bool] | None
+    slot: int  # its result pipe
+    ex: Execution = field(default_factory=Execution)
+    sent: bool = False
+    buf: bytes = b""  # unparsed bytes of its result pipe
+    received: int = 0
+    stopped: bool = False  # a stop was sent
+    started: float = 0.0  # when the zygote began it, by the host's clock (0: still waiting behind another)
+    progress: float = 0.0  # its last record (or its start)
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def sid(self) -> int:
+        return self.request["sid"]
+
+
 class Worker:
     def __init__(self, params: SandboxParams, index: int, spawner=None):
         self.params = params
         self.spawner = spawner
         self.index = index
         self.proc: subprocess.Popen | None = None
-        self.res_fd = -1
+        self.res_fds: list[int] = []
         self.scratch: str | None = None
         self.cgroup: MemoryCgroup | None = None
         self.served = 0
+        self._cond = threading.Condition()  # guards _line, _closing, _io
+        self._line: list[_Job] = []  # held samples in the order the zygote runs them (the first one runs)
+        self._closing = False
+        self._io: threading.Thread | None = None
+        self._wake_r, self._wake_w = -1, -1  # a byte on it wakes the I/O thread (new sample, closing)
+        self._ctrl = b""  # unparsed bytes of the zygote's control pipe
 
     # -------------------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -70,27 +104,30 @@ class Worker:
             self.scratch = tempfile.mkdtemp(prefix=f"corecode-sbx{self.index}-")
             if drop:
                 os.chown(self.scratch, drop["user"], drop["group"])
-        r, w = os.pipe()
-        cmd = zygote_command(p, _ZYGOTE_SRC, w, self.scratch or "/tmp")
+        pipes = [os.pipe() for _ in range(DEPTH)]
+        cmd = zygote_command(p, _ZYGOTE_SRC, [w for _, w in pipes], self.scratch or "/tmp")
         try:
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(w,),
+                pass_fds=tuple(w for _, w in pipes),
                 start_new_session=True,
                 cwd="/",
                 **drop,
             )
         finally:
-            os.close(w)
-        self.res_fd = r
-        os.set_blocking(r, False)
-        try:  # room for a whole sample's records, so the host need not wake up for each one
-            fcntl.fcntl(r, 1031, min(1 << 20, max(1 << 16, self.params.max_output_bytes)))  # F_SETPIPE_SZ
-        except OSError:
-            pass
+            for _, w in pipes:
+                os.close(w)
+        self.res_fds = [r for r, _ in pipes]
+        self._ctrl = b""
+        for r in self.res_fds:
+            os.set_blocking(r, False)
+            try:  # room for a whole sample's records, so the host need not wake up for each one
+                fcntl.fcntl(r, 1031, min(1 << 20, max(1 << 16, self.params.max_output_bytes)))  # F_SETPIPE_SZ
+            except OSError:
+                pass
         ready = self._read_control(time.monotonic() + 30)
         if not ready or not ready.get("ready"):
             try:
@@ -98,7 +135,7 @@ class Worker:
                 err = self.proc.stderr.read(4000).decode(errors="replace")
             except subprocess.TimeoutExpired:
                 err = "no ready message within 30s"
-            self.close()
+            self._stop_process()
             raise SandboxUnavailable(f"sandbox worker {self.index} did not start ({p.isolation}): {err.strip()}")
         self.proc.stderr.close()
         if p.cgroup:
@@ -111,6 +148,23 @@ class Worker:
                 self.cgroup.add(pid)
 
     def close(self) -> None:
+        """Stop the I/O thread (held samples come back empty) and the jail."""
+        with self._cond:
+            self._closing = True
+            io = self._io
+        if io is not None:
+            os.write(self._wake_w, b"x")
+            io.join()
+        self._stop_process()
+        with self._cond:
+            self._fail_all("sandbox worker closed")
+            self._closing, self._io = False, None
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    def _stop_process(self) -> None:
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -122,9 +176,9 @@ class Worker:
                 if f and not f.closed:
                     f.close()
             self.proc = None
-        if self.res_fd >= 0:
-            os.close(self.res_fd)
-            self.res_fd = -1
+        for fd in self.res_fds:
+            os.close(fd)
+        self.res_fds = []
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -136,9 +190,27 @@ class Worker:
                 time.sleep(0.01)
             self.cgroup = None
 
-    def restart(self) -> None:
-        self.close()
-        self.start()
+    def _restart(self, head_error: str, host_timeout: bool = False) -> None:
+        """(I/O thread) Kill the jail, end every held sample (the running one with ``head_error``), start anew."""
+        with self._cond:
+            if self._line:
+                head = self._line[0]
+                head.ex.error, head.ex.host_timeout = head_error, host_timeout
+            self._fail_all("sandbox worker lost")
+        self._stop_process()
+        if not self._closing:
+            try:
+                self.start()
+            except Exception:  # SandboxUnavailable: the next sample tries again (and reports it)
+                self._stop_process()
+
+    def _fail_all(self, error: str) -> None:
+        """(under _cond) End every held sample as it stands; ``error`` for those without one."""
+        for job in self._line:
+            job.ex.error = job.ex.error or error
+            job.done.set()
+        self._line.clear()
+        self._cond.notify_all()
 
     # ------------------------------------------------------------------------------------------------------ frames
     def _read_control(self, deadline: float) -> dict | None:
@@ -169,115 +241,173 @@ class Worker:
 
     # ----------------------------------------------------------------------------------------------------- execute
     def execute(self, request: dict, on_record=None) -> Execution:
-        """Run one sample. ``on_record(rec) -> bool`` may ask to stop early by returning True."""
-        if self.proc is None:
-            self.start()
-        sid = next(_sids)
-        request = dict(request, sid=sid)
-        ex = Execution()
-        cap = self.params.max_output_bytes
+        """Run one sample. ``on_record(rec) -> bool`` may ask to stop early by returning True (it is called on the
+        worker's I/O thread). Up to ``DEPTH`` callers may wait on one worker at once; more wait for room."""
+        with self._cond:
+            while len(self._line) >= DEPTH and not self._closing:
+                self._cond.wait()
+            if self._closing:
+                return Execution(error="sandbox worker closed")
+            used = {job.slot for job in self._line}
+            slot = next(s for s in range(DEPTH) if s not in used)
+            job = _Job(dict(request, sid=next(_sids), out=slot), on_record, slot)
+            self._line.append(job)
+            if self._io is None:
+                self._wake_r, self._wake_w = os.pipe()
+                os.set_blocking(self._wake_r, False)
+                self._io = threading.Thread(target=self._io_loop, name=f"sandbox-io-{self.index}", daemon=True)
+                self._io.start()
+            os.write(self._wake_w, b"x")
+        job.done.wait()
+        return job.ex
+
+    def _io_loop(self) -> None:
+        """The worker's I/O thread: send held samples, read records and reports, watch the running sample."""
+        while True:
+            try:
+                if not self._io_round():
+                    return
+            except Exception as e:  # never leave a caller waiting: end what is held, start afresh
+                self._restart(f"sandbox failure: {type(e).__name__}: {e}")
+
+    def _io_round(self) -> bool:
+        """One turn of the I/O thread; False when the worker is closing."""
+        with self._cond:
+            if self._closing:
+                return False
+            line = list(self._line)
+        if line and self.proc is None:
+            try:
+                self.start()
+            except Exception as e:  # SandboxUnavailable & co: every held sample reports it
+                with self._cond:
+                    self._fail_all(f"sandbox failure: {type(e).__name__}: {e}")
+                return True
+        now = time.monotonic()
         try:
-            self._send(request)
+            for job in line:
+                if not job.sent:
+                    self._send(job.request)
+                    job.sent = True
         except OSError as e:
-            ex.error = f"sandbox worker unavailable: {e}"
-            self.restart()
-            return ex
-        deadline = time.monotonic() + request["limits"]["sample_s"] + 5.0
-        # Per-test wall limit enforced from outside (a candidate can swallow the harness's SIGALRM): stop the
-        # sample when no record has arrived for time_s (+ slack); the load step counts as one test.
-        per_test = request["limits"]["time_s"] + 0.25
-        progress = [time.monotonic(), 0]
-        ctrl_fd = self.proc.stdout.fileno()
-        ctrl, res = b"", b""
-        received, stopped = 0, False
+            self._restart(f"sandbox worker unavailable: {e}")
+            return True
+        head = line[0] if line else None
+        if head is not None and not head.started:
+            head.started = head.progress = now
+        self._pump(head, now)
+        return True
 
-        def parse_results() -> None:
-            nonlocal res, stopped
-            while len(res) >= 4:
-                n = struct.unpack(">I", res[:4])[0]
-                if n > cap + 4096:
-                    ex.overflow = True
-                    res = b""
-                    return
-                if len(res) < 4 + n:
-                    return
-                body, res = res[4 : 4 + n], res[4 + n :]
-                try:
-                    rec = json.loads(body)
-                except ValueError:
-                    continue
-                if not isinstance(rec, dict) or rec.get("sid") != sid:
-                    continue
-                progress[0] = time.monotonic()
-                if "load" in rec:
-                    ex.load = rec
-                elif isinstance(rec.get("i"), int) and rec["i"] not in ex.records:
-                    ex.records[rec["i"]] = rec
-                    if on_record is not None and not stopped and on_record(rec):
-                        stopped = True
-                        self._send({"stop": sid})
-
-        while ex.final is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                ex.host_timeout = True
-                ex.error = "sandbox worker did not finish in time; restarted"
-                self.restart()
-                return ex
+    def _pump(self, head: _Job | None, now: float) -> None:
+        """One round: wait for something (or a deadline), then read what came, watch and report the running one."""
+        ctrl_fd = self.proc.stdout.fileno() if self.proc is not None else -1
+        wait = [self._wake_r] + ([ctrl_fd] if ctrl_fd >= 0 else [])
+        timeout = None
+        if head is not None:
+            lim = head.request["limits"]
+            deadline = head.started + lim["sample_s"] + 5.0
+            if now >= deadline:
+                self._restart("sandbox worker did not finish in time; restarted", host_timeout=True)
+                return
+            # Per-test wall limit enforced from outside (a candidate can swallow the harness's SIGALRM): stop the
+            # sample when no record has arrived for time_s (+ slack); the load step counts as one test.
+            if not head.stopped and now - head.progress > lim["time_s"] + 0.25:
+                self._read_results(head)
+                if now - head.progress > lim["time_s"] + 0.25:
+                    head.ex.stalled = True
+                    self._stop(head)
             # Without an early-stop hook, records are only drained every 20 ms (the pipe holds them meanwhile).
-            if on_record is None:
-                ready, _, _ = select.select([ctrl_fd], [], [], min(left, 0.02))
-                ready = ready + [self.res_fd]
-            else:
-                ready, _, _ = select.select([ctrl_fd, self.res_fd], [], [], min(left, 0.05))
-            if self.res_fd in ready:
-                try:
-                    chunk = os.read(self.res_fd, 1 << 16)
-                except BlockingIOError:
-                    chunk = b""
-                received += len(chunk)
-                if received > cap and not ex.overflow:
-                    ex.overflow = True
-                    self._send({"stop": sid})
-                if not ex.overflow:
-                    res += chunk
-                    parse_results()
-            if not stopped and time.monotonic() - progress[0] > per_test and ex.final is None:
-                ex.stalled = stopped = True
-                self._send({"stop": sid})
-            if ctrl_fd in ready:
-                chunk = os.read(ctrl_fd, 1 << 16)
-                if not chunk:
-                    ex.error = "sandbox worker died; restarted"
-                    self.restart()
-                    return ex
-                ctrl += chunk
-                while len(ctrl) >= 4 and len(ctrl) >= 4 + struct.unpack(">I", ctrl[:4])[0]:
-                    n = struct.unpack(">I", ctrl[:4])[0]
-                    msg, ctrl = json.loads(ctrl[4 : 4 + n]), ctrl[4 + n :]
-                    if msg.get("sid") == sid:
-                        ex.final = msg
-        # Everything of this sample is dead now; whatever it wrote is already in the pipe.
-        while not ex.overflow:
+            if head.on_record is not None and not head.ex.overflow:
+                wait.append(self.res_fds[head.slot])
+            timeout = min(deadline - now, 0.05 if head.on_record is not None else 0.02)
+        ready, _, _ = select.select(wait, [], [], timeout)
+        if self._wake_r in ready:
             try:
-                chunk = os.read(self.res_fd, 1 << 16)
-            except OSError as e:
-                if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                    break
-                raise
-            if not chunk:
-                break
-            received += len(chunk)
-            if received > cap:
-                ex.overflow = True
-                break
-            res += chunk
-            parse_results()
-        if ex.overflow:  # drain and drop the rest so the next sample starts clean
-            try:
-                while os.read(self.res_fd, 1 << 16):
+                while os.read(self._wake_r, 4096):
                     pass
             except BlockingIOError:
                 pass
+        if head is not None:
+            self._read_results(head)
+        if ctrl_fd in ready:
+            chunk = os.read(ctrl_fd, 1 << 16)
+            if not chunk:
+                if head is not None:
+                    self._restart("sandbox worker died; restarted")
+                else:  # died while idle: the next sample starts a fresh one
+                    self._stop_process()
+                return
+            self._ctrl += chunk
+            with self._cond:
+                held = {job.sid: job for job in self._line}
+            while len(self._ctrl) >= 4 and len(self._ctrl) >= 4 + struct.unpack(">I", self._ctrl[:4])[0]:
+                n = struct.unpack(">I", self._ctrl[:4])[0]
+                msg, self._ctrl = json.loads(self._ctrl[4 : 4 + n]), self._ctrl[4 + n :]
+                if msg.get("sid") in held:  # the running sample, or the next one if it was quick
+                    held[msg["sid"]].ex.final = msg
+        while head is not None and head.ex.final is not None:
+            self._finish(head)
+            with self._cond:
+                head = self._line[0] if self._line else None
+
+    def _stop(self, job: _Job) -> None:
+        job.stopped = True
+        try:
+            self._send({"stop": job.sid})
+        except OSError:
+            pass  # a dead worker shows up on its control pipe
+
+    def _read_results(self, job: _Job) -> None:
+        """Read what is in ``job``'s result pipe now; parse its frames."""
+        cap = self.params.max_output_bytes
+        fd = self.res_fds[job.slot]
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            job.received += len(chunk)
+            if job.received > cap and not job.ex.overflow:
+                job.ex.overflow = True
+                self._stop(job)
+            if not job.ex.overflow:
+                job.buf += chunk
+                self._parse_results(job)
+
+    def _parse_results(self, job: _Job) -> None:
+        cap = self.params.max_output_bytes
+        ex = job.ex
+        while len(job.buf) >= 4:
+            n = struct.unpack(">I", job.buf[:4])[0]
+            if n > cap + 4096:
+                ex.overflow = True
+                job.buf = b""
+                return
+            if len(job.buf) < 4 + n:
+                return
+            body, job.buf = job.buf[4 : 4 + n], job.buf[4 + n :]
+            try:
+                rec = json.loads(body)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or rec.get("sid") != job.sid:
+                continue
+            job.progress = time.monotonic()
+            if "load" in rec:
+                ex.load = rec
+            elif isinstance(rec.get("i"), int) and rec["i"] not in ex.records:
+                ex.records[rec["i"]] = rec
+                if job.on_record is not None and not job.stopped and job.on_record(rec):
+                    self._stop(job)
+
+    def _finish(self, job: _Job) -> None:
+        """The zygote reported ``job`` over: everything of it is dead, so all it wrote is in its pipe. Read that to
+        the end (the pipe is free for another sample only after), hand the result over, start the next clock."""
+        self._read_results(job)
         self.served += 1
-        return ex
+        with self._cond:
+            self._line.remove(job)
+            self._cond.notify_all()
+        job.done.set()

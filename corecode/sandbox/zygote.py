@@ -6,13 +6,19 @@ in the namespace: daemons and double forks included. It is non-dumpable, so a sa
 cannot ptrace it or write its memory.
 
 Protocol (4-byte big-endian length + JSON):
-  host -> zygote, fd 0: {"sid", "mode": "function"|"stdio", "program", "entry", "inputs", "limits", "stop_early",
-                        "cls"} or {"stop": sid} to end a running sample. "cls" (optional): entry is a method of
-                        that class (LeetCode's ``class Solution``); each test calls cls().entry(*args).
+  host -> zygote, fd 0: {"sid", "out", "mode": "function"|"stdio", "program", "entry", "inputs", "limits",
+                        "stop_early", "cls"} or {"stop": sid} to end a running sample. "cls" (optional): entry is a
+                        method of that class (LeetCode's ``class Solution``); each test calls cls().entry(*args).
+                        The host sends the next sample while one runs; the zygote queues it and starts it as soon
+                        as the running one is over, so it never waits for the host between samples.
   zygote -> host, fd 1: {"sid", "exit", "signal", "reason", "wall", "cpu", "maxrss_kb"} when the sample is over and
                         every process of it is dead.
-  harness -> host, OUT fd: per-test records {"sid", "i", ...}. The zygote never reads them, so nothing a sample
-                        produces ever sits in the zygote's memory for a later sample (a fork of it) to find.
+  harness -> host, result pipe number "out": per-test records {"sid", "i", ...}. The host gives the two samples it
+                        may have at the zygote different result pipes, and reuses one only after it has read
+                        everything of the sample before, so no byte one sample writes (a forged half frame
+                        included) can be taken for the next one's. The child closes the other pipes first. The
+                        zygote never reads records, so nothing a sample produces ever sits in the zygote's memory
+                        for a later sample (a fork of it) to find.
 The zygote never receives expected outputs: verdicts are decided by the host.
 """
 
@@ -26,7 +32,8 @@ import struct
 import sys
 import time
 
-OUT_FD = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+RESULT_FDS = [int(fd) for fd in sys.argv[1].split(",")] if len(sys.argv) > 1 else [3]
+PENDING = []  # requests that arrived while a sample ran (the host sends one ahead), in order
 SCRATCH = sys.argv[2] if len(sys.argv) > 2 else "/tmp"
 WIPED = sys.argv[2:] or [SCRATCH]  # the jail's writable places (bwrap: /tmp and /dev/shm), emptied per sample
 # Imported once here so every fork gets them for free: what generated solutions import most.
@@ -128,6 +135,11 @@ def reap_all():
 
 
 def wipe(path):
+    try:
+        if not os.listdir(path):  # the usual case: the sample wrote nothing
+            return
+    except OSError:
+        pass
     for root, dirs, files in os.walk(path, topdown=False):
         for name in files:
             try:
@@ -219,6 +231,9 @@ def set_limits(lim, with_static):
 def harness(req, out):
     """Run the candidate on every input; send one record per test over ``out``."""
     sid, lim = req["sid"], req["limits"]
+    for fd in RESULT_FDS:  # the other sample's result pipe is not ours to write
+        if fd != out:
+            os.close(fd)
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -428,12 +443,13 @@ def serve():
     gc.freeze()  # keep the zygote's objects out of the children's collections (and their pages shared)
     write_frame(1, {"ready": True, "pid": os.getpid()})
     while True:
-        req = read_frame(0)
+        req = PENDING.pop(0) if PENDING else read_frame(0)
         if req is None:
             kill_everything_else()
             return
         if "stop" in req:  # a stop for a sample that already ended
             continue
+        out = RESULT_FDS[req.get("out", 0)]
         sid = req["sid"]
         t0 = time.perf_counter()
         static = static_limits(req["limits"])
@@ -455,7 +471,7 @@ def serve():
         pid = os.fork()
         if pid == 0:
             try:
-                harness(req, OUT_FD)
+                harness(req, out)
             finally:
                 os._exit(0)
         pidfd = os.pidfd_open(pid)
@@ -478,6 +494,8 @@ def serve():
                 if msg.get("stop") == sid:
                     reason = "stopped"
                     break
+                if "stop" not in msg:  # the next sample, sent ahead: it starts when this one is over
+                    PENDING.append(msg)
         os.close(pidfd)
         kill_everything_else()
         if status is None:
