@@ -1,4 +1,8 @@
-"""``corecode solve``: one problem through a team from params.yaml, plan and code printed with rich."""
+"""``corecode solve``: one problem through a team from params.yaml, plan and code printed with rich, then each
+attempt run in the sandbox on the problem's tests (or, for a bare statement, its examples) with the verdict shown.
+
+The command prints the problem and the checkpoint of each role before it loads anything heavy (torch and the
+transformers modeling stack take seconds to import), so it answers at once."""
 
 from __future__ import annotations
 
@@ -69,7 +73,66 @@ def with_role_overrides(params, team: str, overrides: dict[str, str]):
     return params.model_copy(update={"agents": agents})
 
 
-def render(problem, attempts, console) -> None:
+def role_checkpoints(params, team: str) -> dict[str, str]:
+    """Role -> the checkpoint it loads: ``spec`` or ``spec -> resolved path`` (registry URIs, per-role subdirs)."""
+    from corecode.agents.factory import resolve_role_model
+
+    spec = params.agents.teams[team]
+    roles = dict(spec.roles)
+    if spec.type == "debugging":
+        inner = params.agents.teams[spec.parsed_options().inner]
+        roles = {**inner.roles, **roles}
+        roles.setdefault("repair", inner.roles.get("coder") or inner.roles.get("main"))
+    out = {}
+    for role, model in roles.items():
+        if model is None:
+            continue
+        path, adapter = resolve_role_model(model, role)
+        text = model.model if path == model.model else f"{model.model} -> {path}"
+        out[role] = text + (f" + adapter {adapter}" if adapter else "")
+    return out
+
+
+def judge(problem, attempts, sandbox) -> tuple[str, list]:
+    """Run each attempt's program in the sandbox: on the problem's tests if it has any, else on the examples its
+    statement gives (``f(1, 2)`` -> ``3``, doctests). Returns (what was run, one SampleResult or None per attempt)."""
+    from corecode.agents.debugging import docstring_examples
+
+    if problem.tests or problem.check_code:
+        target, what = problem, "the problem's tests"
+    else:
+        examples = docstring_examples(problem)
+        if not examples:
+            return "no tests and no examples in the statement: not run", [None] * len(attempts)
+        target = problem.model_copy(update={"tests": examples})
+        what = f"the statement's {len(examples)} example{'s' * (len(examples) > 1)}"
+    results = sandbox.run_batch([(target, a.program) for a in attempts], reveal_expected=True)
+    return what, results
+
+
+def render_verdicts(what: str, results, console) -> None:
+    from rich.markup import escape
+
+    for k, res in enumerate(results):
+        if res is None:
+            console.print(f"attempt {k + 1}: [yellow]{escape(what)}[/yellow]")
+            continue
+        passed = sum(t.verdict.value == "passed" for t in res.tests)
+        color = "green" if res.passed else "red"
+        line = f"attempt {k + 1}: [{color}]{res.verdict.value}[/{color}] ({passed}/{len(res.tests)} on {escape(what)})"
+        detail = next((t.detail for t in res.tests if t.verdict.value != "passed" and t.detail), res.detail)
+        console.print(line + (f"\n  {escape(detail.strip()[:300])}" if detail and not res.passed else ""))
+
+
+def render_problem(problem, console) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console.print(Panel(Text(problem.prompt.rstrip()), title=f"problem {escape(problem.task_id)}", border_style="blue"))
+
+
+def render(problem, attempts, console, show_problem: bool = True) -> None:
     """Rich panels: the problem, then per attempt its plan / reasoning, code and extraction notes.
 
     Model text goes in as ``Text``/``Syntax`` (never markup), so brackets in it cannot break the rendering.
@@ -79,7 +142,8 @@ def render(problem, attempts, console) -> None:
     from rich.syntax import Syntax
     from rich.text import Text
 
-    console.print(Panel(Text(problem.prompt.rstrip()), title=f"problem {escape(problem.task_id)}", border_style="blue"))
+    if show_problem:
+        render_problem(problem, console)
     for k, att in enumerate(attempts):
         head = f"attempt {k + 1}/{len(attempts)}"
         if att.plan is not None or "planner" in att.raw:
@@ -113,11 +177,14 @@ def register(app: typer.Typer) -> None:
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
         as_json: bool = typer.Option(False, "--json", help="Print the attempts as JSON instead of rich panels."),
+        run_tests: bool = typer.Option(
+            True, "--run/--no-run", help="Run each attempt in the sandbox on the tests or the statement's examples."
+        ),
     ) -> None:
-        """Solve one problem with a team and print its plan(s) and code (default params without a params file)."""
+        """Solve one problem with a team: print the checkpoints used, the plan(s) and code, and each attempt's verdict
+        on the problem's tests or the statement's examples (default params without a params file)."""
         from rich.console import Console
 
-        from corecode.agents.factory import build_team, model_generator_factory
         from corecode.config import Params
 
         params = load_cli_params(params_file, overrides) if params_file.exists() or overrides else Params()
@@ -125,17 +192,35 @@ def register(app: typer.Typer) -> None:
         roles = {r: v for r, v in zip(ROLE_FLAGS, (planner, coder, helper, main, repair)) if v is not None}
         params = with_role_overrides(params, name, roles)
         prob = problem_from_arg(problem, task_id)
+        console = Console(stderr=as_json)  # with --json, stdout carries only the JSON
+        try:
+            used = role_checkpoints(params, name)
+        except (LookupError, OSError, ValueError) as e:  # missing checkpoint, unknown registry alias, ...
+            fail(f"cannot build team {name!r}: {e.args[0] if e.args else e}", code=1)
+        console.print(f"team {name} ({params.agents.teams[name].type})", highlight=False)
+        for role, text in used.items():
+            console.print(f"  {role}: {text}", highlight=False, markup=False)
+        if not as_json:
+            render_problem(prob, console)
+
         import torch
+
+        from corecode.agents.factory import build_team, default_sandbox, model_generator_factory
 
         torch.manual_seed(params.seed)
         try:
             team_obj = build_team(name, params, model_generator_factory(params), seed=params.seed)
-        except (LookupError, OSError, ValueError) as e:  # missing checkpoint/corpus, unknown registry alias, ...
+        except (LookupError, OSError, ValueError) as e:  # missing corpus, a checkpoint that does not load, ...
             fail(f"cannot build team {name!r}: {e.args[0] if e.args else e}", code=1)
+        box = getattr(team_obj, "sandbox", None)
         try:
             attempts = team_obj.solve([prob], n)[0]
+            if run_tests:
+                box = box or default_sandbox(params)
+                what, results = judge(prob, attempts, box)
+            else:
+                what, results = "not run (--no-run)", [None] * len(attempts)
         finally:
-            box = getattr(team_obj, "sandbox", None)
             if box is not None and hasattr(box, "close"):
                 box.close()
         if as_json:
@@ -150,9 +235,14 @@ def register(app: typer.Typer) -> None:
                     "notes": a.notes,
                     "tokens": a.tokens,
                     "meta": a.meta,
+                    "checkpoints": used,
+                    "tested_on": what,
+                    "verdict": res.verdict.value if res else None,
+                    "tests": [t.verdict.value for t in res.tests] if res else [],
                 }
-                for a in attempts
+                for a, res in zip(attempts, results)
             ]
             typer.echo(json.dumps(rows, indent=2, default=str))
         else:
-            render(prob, attempts, Console())
+            render(prob, attempts, console, show_problem=False)
+            render_verdicts(what, results, console)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
@@ -67,6 +68,10 @@ def test_solve_planner_coder_rich_output(tiny_ckpt, params_file):
     assert "problem cli/0" in res.output
     assert "attempt 1/2: plan" in res.output and "attempt 2/2: code" in res.output
     assert "tokens {" in res.output
+    # the checkpoints it used are named, and each attempt was run on the statement's example (add(1, 2) -> 3)
+    assert f"planner: {tiny_ckpt}" in res.output and f"coder: {tiny_ckpt}" in res.output
+    for k in (1, 2):
+        assert re.search(rf"attempt {k}: \w+ \([01]/1 on the statement's 1 example\)", res.output), res.output
 
 
 def test_solve_debugging_team_json_from_a_file(tiny_ckpt, params_file, tmp_path):
@@ -91,6 +96,8 @@ def test_solve_debugging_team_json_from_a_file(tiny_ckpt, params_file, tmp_path)
     assert res.exit_code == 0, res.output + repr(res.exception)
     (row,) = json.loads(res.stdout)  # stdout only: model-loading progress bars go to stderr
     assert row["task_id"] == "cli/0" and row["tokens"]["coder"] > 0
+    assert row["checkpoints"] == {"coder": str(tiny_ckpt), "repair": str(tiny_ckpt)}
+    assert row["tested_on"] == "the statement's 1 example" and row["verdict"] and len(row["tests"]) == 1
     assert row["meta"]["visible_tests"] == 1 and len(row["meta"]["visible_verdicts"]) >= 1
     if row["meta"]["visible_verdicts"][0] != "passed":  # garbage code fails, so the repair role must have spoken
         assert row["meta"]["repair_rounds"] == 1 and "repair_1" in row["raw"]
@@ -143,3 +150,37 @@ def test_render_does_not_interpret_model_text_as_markup():
     text = console.export_text()
     for s in ("f([/bold])", "1. keep [/b] and [red]", "print('[/x]')", "coder failed: bad [/x]", "planner: [/y]"):
         assert s in text
+
+
+def test_judge_runs_the_problems_tests_or_the_statements_examples_in_the_sandbox(tmp_path):
+    from corecode.agents.cli import judge, problem_from_arg
+    from corecode.agents.teams import Attempt
+    from corecode.data.schema import Problem, TestCase
+    from corecode.sandbox import Sandbox
+    from corecode.sandbox.config import SandboxParams
+
+    def attempt(program):
+        return Attempt(task_id="t", code=program, program=program)
+
+    right, wrong = attempt("def add(a, b):\n    return a + b\n"), attempt("def add(a, b):\n    return a - b\n")
+    stated = problem_from_arg(PROBLEM + "    # add(2, 2) == 4\n")  # a doctest and a call with its result
+    with_tests = Problem(
+        task_id="p/1",
+        source="s",
+        prompt="def add(a, b): ...",
+        entry_point="add",
+        tests=[
+            TestCase(input="[1, 1]", output="2"),
+            TestCase(input="[0, 5]", output="5"),
+            TestCase(input="[2, 2]", output="4"),
+        ],
+    )
+    with Sandbox(SandboxParams(cache_dir=str(tmp_path / "cache"))) as box:
+        what, (ok, bad) = judge(stated, [right, wrong], box)
+        assert what == "the statement's 2 examples"
+        assert ok.passed and [t.verdict.value for t in ok.tests] == ["passed", "passed"]
+        assert not bad.passed and bad.verdict.value == "wrong_answer" and "expected" in bad.tests[0].detail
+        what, (ok, bad) = judge(with_tests, [right, wrong], box)
+        assert what == "the problem's tests" and ok.passed and len(ok.tests) == 3 and not bad.passed
+        what, results = judge(problem_from_arg("Read two ints and print their sum."), [right], box)
+        assert results == [None] and "not run" in what
