@@ -261,8 +261,15 @@ class Sandbox:
         return await loop.run_in_executor(self._executor, lambda: self.run(problem, program, **kwargs))
 
     async def arun_batch(self, items: Sequence[tuple[Problem, str]], **kwargs) -> list[SampleResult]:
-        """asyncio ``run_batch``: awaitable, so reward scoring overlaps generation in an event loop."""
-        return list(await asyncio.gather(*(self.arun(p, prog, **kwargs) for p, prog in items)))
+        """``run`` every item, awaitable, so reward scoring overlaps generation in an event loop; results in input
+        order, a problem whose tests cannot be prepared scores ``sandbox_error`` (as with ``arun``). The batch is one
+        wait for the event loop (a helper thread hands it to the pool), not one wake-up of the loop per sample: that
+        cost the host more than grading did."""
+        return await asyncio.to_thread(self._run_all, list(items), kwargs)
+
+    def _run_all(self, items: list[tuple[Problem, str]], kwargs: dict) -> list[SampleResult]:
+        self._ensure_started()
+        return list(self._executor.map(lambda it: self.run(it[0], it[1], **kwargs), items))
 
 
 def _error_result(task_id: str, detail: str) -> SampleResult:
@@ -300,13 +307,20 @@ class _Derived:
             value = self._values[i] = parse_literal(self.prep.expected[i])
         return value
 
-    def replay(self, outputs: list[dict]) -> dict:
-        """The judge's ``replay`` reply for a check of ``asserts`` (see judge_server.op_replay)."""
+    def replay(self, outputs: list[dict], parsed: dict[int, object] | None = None) -> dict:
+        """The judge's ``replay`` reply for a check of ``asserts`` (see judge_server.op_replay); ``parsed``: values
+        of ``outputs`` already parsed (by position)."""
+        parsed = parsed or {}
         for j, ((literal, message, call_left), out) in enumerate(zip(self.asserts, outputs, strict=True)):
             try:
                 if "v" not in out:
                     raise exception_from(out.get("exc", "RuntimeError"), out.get("err", "no result"))
-                got = parse_literal(out["v"])
+                if j in parsed:
+                    got = parsed[j]
+                elif out["v"] == self.prep.expected[j]:
+                    got = self.expected_value(j)
+                else:
+                    got = parse_literal(out["v"])
                 if not (got == literal if call_left else literal == got):
                     raise AssertionError(message)
             except Exception as e:
@@ -400,6 +414,7 @@ class _Grader:
         self.stop, self.time_s = stop, time_s
         self.tol = prep.float_tol
         self._first_fail: Verdict | None = None
+        self._parsed: dict[int, object] = {}  # test position -> the candidate's value, where it was parsed
 
     def _expected(self, k: int):
         return self.prep.expected[self.idx[k]]
@@ -449,7 +464,7 @@ class _Grader:
         if text == self._expected(k):  # identical repr of plain data: equal, and of the same types
             return out(Verdict.passed)
         try:
-            got = parse_literal(text)
+            got = self._parsed[k] = parse_literal(text)
         except (KeyError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return out(Verdict.wrong_answer, "returned a value that is not a plain literal")
         expected = self.derived.expected_value(self.idx[k])
@@ -550,7 +565,7 @@ class _Grader:
             # Exactly-equal values behave exactly like the reference's under check(): no replay needed.
             if all(
                 ex.records[k]["v"] == p.expected[k]
-                or strictly_equal(parse_literal(str(ex.records[k]["v"])), self.derived.expected_value(k))
+                or strictly_equal(self._parsed.get(k, _UNPARSED), self.derived.expected_value(k))
                 for k in range(p.n_check)
             ):
                 return
@@ -569,7 +584,7 @@ class _Grader:
             else:
                 return
         if self.derived.asserts is not None:
-            rep = self.derived.replay(outs)
+            rep = self.derived.replay(outs, self._parsed)
         else:
             rep = self._judge_replay(outs, call_judge)
         self._apply_replay(rep, outcomes)
