@@ -58,6 +58,8 @@ def solution_class(problem: Problem) -> str | None:
         return None
     if "class_solution" in problem.tags:
         return SOLUTION_CLASS
+    if f"class {SOLUTION_CLASS}" not in problem.prompt:  # most problems: no regex to compile (~0.3 ms each)
+        return None
     entry = re.escape(problem.entry_point)
     method = re.compile(rf"^class {SOLUTION_CLASS}\b.*?^\s+def {entry}\(\s*self\b", re.M | re.S)
     return SOLUTION_CLASS if method.search(problem.prompt) else None
