@@ -95,9 +95,9 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
     ``Sandbox.run_batch`` returns only when the whole batch is done, so to move a bar per sample this submits
     ``Sandbox.run`` calls itself (the sandbox hands each call a free worker; it is built to be called from threads),
     ``sandbox.callers`` at once, as ``run_batch`` does, so that every worker always holds its next sample.
-    A problem's trusted tests are recorded by its first sample (once, however many arrive together), so samples of
-    prepared problems run while others are still being recorded; a problem whose tests cannot be recorded scores its
-    samples as ``sandbox_error`` ("could not prepare tests: ...").
+    The problems' trusted tests are recorded in the background in file order (``Sandbox.prepare_ahead``), so samples of
+    recorded problems run while later ones are still being recorded; a problem whose tests cannot be recorded scores
+    its samples as ``sandbox_error`` ("could not prepare tests: ...").
     """
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -106,6 +106,7 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
 
     if not items:
         return []
+    sandbox.prepare_ahead(p for p, _ in items)
     lock = threading.Lock()
     with (
         tqdm(total=len(items), desc=desc, unit="sample", disable=not progress, dynamic_ncols=True) as bar,

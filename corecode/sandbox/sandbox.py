@@ -55,6 +55,7 @@ class Sandbox:
         self._recording_lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._spawner: ThreadPoolExecutor | None = None
+        self._preparer: ThreadPoolExecutor | None = None  # prepare_ahead's recordings, one thread per judge
 
     # -------------------------------------------------------------------------------------------------- lifecycle
     def __enter__(self) -> Sandbox:
@@ -118,12 +119,16 @@ class Sandbox:
                 self._judges.put(j)
                 self._all_judges.append(j)
             self._executor = ThreadPoolExecutor(self.callers, thread_name_prefix="sandbox")
+            self._preparer = ThreadPoolExecutor(self.params.workers, thread_name_prefix="sandbox-prepare")
             self._started = True
 
     def close(self) -> None:
         """Stop the workers and judges (idempotent); a later ``run`` starts a fresh pool."""
         atexit.unregister(self.close)
         with self._lock:
+            if self._preparer is not None:
+                self._preparer.shutdown(wait=True, cancel_futures=True)
+                self._preparer = None
             if self._executor is not None:
                 self._executor.shutdown(wait=True)
                 self._executor = None
@@ -177,6 +182,21 @@ class Sandbox:
         """``prepare`` many problems in parallel (the judge pool)."""
         self._ensure_started()
         return list(self._executor.map(self.prepare, problems))
+
+    def prepare_ahead(self, problems: Iterable[Problem]) -> None:
+        """Record the tests of ``problems`` in the background, in order, and return at once, so that their samples
+        find them ready: the judges record while the workers run. A ``run`` that needs a recording under way waits
+        for it instead of starting another, and reports a failure itself (``sandbox_error``). Without it, a file
+        that groups samples by problem kept every caller waiting on one recording at a time, the workers idle."""
+        self._ensure_started()
+        for problem in {id(p): p for p in problems}.values():
+            self._preparer.submit(self._prepare_quietly, problem)
+
+    def _prepare_quietly(self, problem: Problem) -> None:
+        try:
+            self.prepare(problem)
+        except Exception:  # JudgeError, ValueError: the sample's run() prepares again and scores it
+            pass
 
     # -------------------------------------------------------------------------------------------------------- run
     def run(
@@ -268,7 +288,7 @@ class Sandbox:
         return await asyncio.to_thread(self._run_all, list(items), kwargs)
 
     def _run_all(self, items: list[tuple[Problem, str]], kwargs: dict) -> list[SampleResult]:
-        self._ensure_started()
+        self.prepare_ahead(p for p, _ in items)
         return list(self._executor.map(lambda it: self.run(it[0], it[1], **kwargs), items))
 
 
