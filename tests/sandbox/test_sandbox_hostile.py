@@ -412,6 +412,26 @@ def test_expected_outputs_never_enter_the_sandbox(sandbox, mix_problem):
     assert all(t.verdict == Verdict.wrong_answer for t in r.tests)
 
 
+def test_sample_held_behind_a_hung_or_forging_one_is_scored_on_its_own(mix_problem):
+    """A worker holds the next sample while one runs: a hung sample must not eat the next one's time, and bytes a
+    sample leaves in its result pipe (a forged half frame claiming a huge body) must not reach the next one."""
+    hung = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ndef mix(a, b):\n    while True: pass\n"
+    half_frame = (
+        "import os, struct\ndef mix(a, b):\n"
+        "    for fd in range(3, 64):\n"
+        "        try: os.write(fd, struct.pack('>I', 900000) + b'{\"sid\": ')\n"
+        "        except OSError: pass\n"
+        "    os._exit(0)\n"
+    )
+    params = SandboxParams(workers=1, time_limit_s=1.0, cache_dir=None, sample_time_limit_s=6)
+    # the two held samples alternate between two result pipes: the fifth sample gets the forger's pipe
+    programs = (hung, MIX_REFERENCE, half_frame, MIX_REFERENCE, MIX_REFERENCE, hung, MIX_REFERENCE)
+    with Sandbox(params) as sb:
+        results = sb.run_batch([(mix_problem, prog) for prog in programs])
+    assert [r.passed for r in results] == [prog == MIX_REFERENCE for prog in programs], results
+    assert results[0].verdict == results[5].verdict == Verdict.timeout
+
+
 def test_killed_zygote_is_replaced(sandbox, mix_problem):
     """Even if a worker dies from outside (host kill), the sample is scored and the pool recovers."""
     for w in list(sandbox._all_workers):
