@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import re
 import struct
 import sys
 
@@ -61,8 +62,26 @@ class _Floats(ast.NodeTransformer):
         return node
 
 
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,999})")
+
+
 def parse_literal(text):
-    """``ast.literal_eval`` plus the non-literal float reprs ``nan`` and ``inf``."""
+    """``ast.literal_eval`` plus the non-literal float reprs ``nan`` and ``inf``.
+
+    The commonest answers (a bool or None, a decimal int, a printable ASCII string without quotes or backslashes
+    inside) are read directly, exactly as ``literal_eval`` reads them and about 20 times faster; anything else goes
+    through ``literal_eval``.
+    """
+    if type(text) is str:
+        if text in _CONSTANTS:
+            return _CONSTANTS[text]
+        if _INT.fullmatch(text):
+            return int(text)
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and text.isascii() and text.isprintable():
+            inner = text[1:-1]
+            if text[0] not in inner and "\\" not in inner:
+                return inner
     try:
         return ast.literal_eval(text)
     except ValueError:

@@ -76,3 +76,94 @@ def test_host_replay_equals_judge_replay(prepared):
             assert derived.replay(outputs) == op_replay(request), (prep.task_id, outputs)
             compared += 1
     assert compared > 1000
+
+
+EDGE_TEXTS = [
+    "True",
+    "False",
+    "None",
+    "0",
+    "-0",
+    "00",
+    "007",
+    "-12",
+    "+5",
+    " 5",
+    "5 ",
+    "1_000",
+    "9" * 999,
+    "9" * 1001,
+    "''",
+    '""',
+    "'a'",
+    '"it\'s"',
+    "'\"'",
+    "'a' 'b'",
+    "'''a'''",
+    "'a\\nb'",
+    "'a\nb'",
+    "'a\tb'",
+    "'a\x00b'",
+    "'é'",
+    "b'x'",
+    "u'x'",
+    "'unterminated",
+    "'",
+    "[1, 2]",
+    "(1,)",
+    "{'a': 1}",
+    "1.5",
+    "-1e-05",
+    "nan",
+    "[inf]",
+    "true",
+    "none",
+    "--1",
+    "0x10",
+    "1j",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", EDGE_TEXTS)
+def test_parse_literal_reads_exactly_what_literal_eval_reads(text):
+    """parse_literal's direct reading of simple answers never differs from ast.literal_eval (value, type, error)."""
+    import ast
+
+    try:
+        expected = ("ok", ast.literal_eval(text))
+    except Exception as e:
+        expected = ("error", type(e))
+    try:
+        got = ("ok", parse_literal(text))
+    except Exception as e:
+        got = ("error", type(e))
+    if text in ("nan", "[inf]"):  # the float reprs that literal_eval refuses and parse_literal reads
+        assert got[0] == "ok"
+        return
+    assert got == expected and type(got[1]) is type(expected[1])
+
+
+def test_parse_literal_matches_literal_eval_on_random_reprs():
+    import ast
+
+    rng = random.Random(1)
+    alphabet = "ab'\"\\ \n\t0-9é"
+    for _ in range(5000):
+        text = rng.choice(
+            [
+                repr(rng.randint(-(10**12), 10**12)),
+                repr("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))),
+                "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))),
+                rng.choice(["'", '"']) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))),
+            ]
+        )
+        try:
+            expected = ("ok", ast.literal_eval(text))
+        except Exception as e:
+            expected = ("error", type(e))
+        try:
+            got = ("ok", parse_literal(text))
+        except Exception as e:
+            got = ("error", type(e))
+        assert got == expected, text
