@@ -21,14 +21,14 @@ def register(app: typer.Typer) -> None:
         overrides: list[str] = SET_OPTION,
     ) -> None:
         """Write report.md + PNG plots (pass@k, failures, efficiency, training curves) and log them to MLflow: the
-        plots as images, report.md with the plots inside it, the headline numbers also on the pipeline's run."""
+        plots as images, report.html with the plots inside it, the headline numbers also on the pipeline's run."""
         from corecode.tracking.report import (
             ReportError,
             build_report,
-            embed_images,
             flat_metrics,
             headline_metrics,
             load_metrics,
+            render_html,
         )
         from corecode.tracking.runs import experiment_url, stage_run
 
@@ -38,7 +38,8 @@ def register(app: typer.Typer) -> None:
                 path, plots = build_report(metrics, train_dir, out_dir or output_path(REPORTS))
             except ReportError as e:
                 fail(str(e))
-            run.log_text(embed_images(path.read_text(), path.parent), path.name)  # MLflow cannot resolve plots/x.png
+            run.log_artifacts(path)
+            run.log_text(render_html(path.read_text(), path.parent), "report.html")  # previews with its plots
             run.log_artifacts(metrics)
             if plots:
                 run.log_artifacts(plots[0].parent, "plots")

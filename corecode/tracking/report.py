@@ -280,7 +280,7 @@ _IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+\.png)\)")
 def embed_images(markdown: str, base_dir: str | Path) -> str:
     """The report with each ``![alt](plots/x.png)`` as a ``data:image/png;base64`` URI, for viewers that cannot
     resolve a path beside the file: the Prefect artifact (its markdown renderer allows ``data:image/`` sources)
-    and MLflow's artifact preview. A link whose file is missing stays as it is."""
+    and :func:`render_html`. A link whose file is missing stays as it is."""
 
     def inline(m: re.Match) -> str:
         path = Path(base_dir) / m.group(2)
@@ -289,6 +289,28 @@ def embed_images(markdown: str, base_dir: str | Path) -> str:
         return f"![{m.group(1)}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
 
     return _IMAGE_LINK.sub(inline, markdown)
+
+
+_HTML_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>corecode evaluation report</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }}
+img {{ max-width: 100%; }}
+</style></head>
+<body>
+{body}</body></html>
+"""
+
+
+def render_html(markdown: str, base_dir: str | Path) -> str:
+    """The report as one self-contained HTML page, plots inside it: what MLflow's artifact preview shows with
+    pictures (its markdown view drops images, whether ``data:`` URIs or paths). markdown-it-py (which rich
+    depends on) renders it, tables included."""
+    from markdown_it import MarkdownIt
+
+    return _HTML_PAGE.format(body=MarkdownIt("commonmark").enable("table").render(embed_images(markdown, base_dir)))
 
 
 def headline_metrics(data: dict) -> dict[str, float]:

@@ -90,13 +90,15 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     assert {"report.md", "metrics.json", "plots"} <= arts
     assert len(client.list_artifacts(run.info.run_id, "plots")) == len(plots)
     assert run.data.metrics["planner_coder_grpo.humaneval.pass_at_5"] == pytest.approx(0.6)
-    # MLflow's report.md carries its plots (a viewer cannot resolve plots/x.png beside it), byte for byte
+    # report.md as written, and report.html that carries its plots (MLflow's preview cannot resolve plots/x.png)
     logged = Path(client.download_artifacts(run.info.run_id, "report.md", str(tmp_path / "dl"))).read_text()
-    uris = re.findall(r"!\[[^\]]*\]\(data:image/png;base64,([^)]+)\)", logged)
+    assert logged == md
+    html = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / "dl"))).read_text()
+    uris = re.findall(r'<img src="data:image/png;base64,([^"]+)"', html)
     assert sorted(base64.b64decode(u) for u in uris) == sorted(
         (tmp_path / "data/reports/plots" / n).read_bytes() for n in plots
     )
-    assert logged.replace("\n", "") != md.replace("\n", "") and "(plots/" not in logged
+    assert "<table>" in html and "<h2>Paired comparisons</h2>" in html and "(plots/" not in html
     # ... and each plot is an MLflow image (the run page's image view), not only a file
     images = {a.path for a in client.list_artifacts(run.info.run_id, "images")}
     assert {Path(p).name.split("+")[0] for p in images} >= {Path(n).stem for n in plots}
