@@ -75,7 +75,6 @@ class Params(BaseModel):
     )
 
 
-
 PARAMS_HEADER = """\
 # corecode parameters: the embedded default (CPU, minutes). Every value here is the default defined, with its
 # description, beside the code that reads it (corecode/<package>/config.py); tests/test_config.py holds this file
