@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 # (docs/benchmarks.md); `make run` overrides this with RUN_THREADS.
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup sandbox-deps run lint format test test-fast prefect mlflow-ui clean-venv
+.PHONY: setup sandbox-deps browser-deps run lint format test test-fast prefect mlflow-ui clean-venv
 
 # --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
 # Python compiles the modules a run imports on first use instead, and keeps them: make lets it write the bytecode
@@ -43,6 +43,14 @@ sandbox-deps:
 
 setup: $(STAMP) sandbox-deps
 
+# The browser test (tests/flows/test_flows_browser.py) opens the MLflow and Prefect UIs and `dvc plots show`'s page
+# in Debian's headless Chromium; only `make test` needs it.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is not installed: the browser test is skipped (e.g. 'sudo apt-get install chromium')" >&2; fi; }
+
 # dvc repro runs one stage at a time, so each stage may use every core: on the idle 2-core VM two torch threads
 # train the embedded model 1.7x faster than one, and generate 1.4x faster (docs/benchmarks.md). Tests keep one
 # thread (pytest runs sandbox workers beside the model).
@@ -60,7 +68,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: lint
+test: lint browser-deps
 	$(BIN)/python -m pytest -q
 
 test-fast: setup
@@ -71,6 +79,8 @@ prefect: setup
 	bash flows/start_local.sh
 
 mlflow-ui: setup
+	@$(BIN)/python -c "from corecode.tracking.config import TrackingParams; from corecode.tracking.runs import \
+	  experiment_url; print('MLflow UI:', experiment_url(TrackingParams()) or 'http://127.0.0.1:5000 (no runs yet)')"
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
 
 clean-venv:
