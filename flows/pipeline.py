@@ -177,12 +177,7 @@ def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) ->
     from corecode.tracking.runs import record_skipped_stage
 
     tp = _tracking(root)
-    cwd = os.getcwd()
-    os.chdir(root)  # the lock tags are read from the repo's dvc.lock
-    try:
-        record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean")
-    finally:
-        os.chdir(cwd)
+    record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean", root)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow

@@ -180,12 +180,14 @@ def end_parent_run(tracking: TrackingParams, run_id: str, status: str = "FINISHE
     client.set_terminated(run_id, status=status)
 
 
-def record_skipped_stage(tracking: TrackingParams, parent_run_id: str, stage: str, reason: str) -> str:
+def record_skipped_stage(
+    tracking: TrackingParams, parent_run_id: str, stage: str, reason: str, cwd: str | Path = "."
+) -> str:
     """A FINISHED nested run named ``<stage> (skipped)``, tagged ``corecode.skipped=true``, for a stage DVC found
     up to date: the parent then lists every stage of the pipeline run, run or not. Returns its run id."""
     from mlflow import MlflowClient
 
-    client = MlflowClient()
+    client = MlflowClient(tracking_uri(tracking))
     parent = client.get_run(parent_run_id)
     tags = {
         "mlflow.parentRunId": parent_run_id,
@@ -193,7 +195,7 @@ def record_skipped_stage(tracking: TrackingParams, parent_run_id: str, stage: st
         "corecode.stage": stage,
         "corecode.kind": "stage",
         "corecode.skipped": "true",
-        **lock_tags(),
+        **lock_tags(cwd),
     }
     run = client.create_run(parent.info.experiment_id, run_name=f"{stage} (skipped)", tags=tags)
     client.set_terminated(run.info.run_id, status="FINISHED")
