@@ -67,6 +67,13 @@ class LoraParams(BaseModel):
     target_modules: list[str] | str = Field(
         "all-linear", description="Modules that get adapters: a list of names (q_proj, ...) or peft's 'all-linear'."
     )
+    modules_to_save: list[str] = Field(
+        default_factory=list,
+        description="Modules trained in full beside the adapter and saved with it (peft's modules_to_save), by name "
+        "suffix: [embed_tokens, lm_head] for special tokens the base never learnt (a base model given ChatML's "
+        "<|im_start|>, a random stand-in); [embed_tokens] where the LM head is tied to it (peft's ensure_weight_tying "
+        "keeps the head on the trained copy).",
+    )
     merge: bool = Field(
         True, description="Save the adapter merged into the base weights, so later stages load a plain checkpoint."
     )

@@ -23,6 +23,8 @@ def lora_config(params: LoraParams) -> LoraConfig:
         lora_alpha=params.alpha,
         lora_dropout=params.dropout,
         target_modules=params.target_modules,
+        modules_to_save=list(params.modules_to_save) or None,
+        ensure_weight_tying=bool(params.modules_to_save),
         task_type="CAUSAL_LM",
     )
 

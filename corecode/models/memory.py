@@ -27,8 +27,8 @@ def training_bytes(n_frozen: int, frozen_bytes: int, n_trainable: int, n_sampler
 
 
 def parameter_counts(name_or_path: str | Path, lora: LoraParams | None = None) -> tuple[int, int]:
-    """(parameters of the model, parameters of a LoRA adapter ``lora`` on it), from config.json alone: the model is
-    built on the meta device, so a 14B config costs no memory."""
+    """(parameters of the model, parameters a LoRA adapter ``lora`` trains on it, its modules_to_save included), from
+    config.json alone: the model is built on the meta device, so a 14B config costs no memory."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     source, revision = resolve_source(adapter_base(name_or_path) or name_or_path)
@@ -43,6 +43,13 @@ def parameter_counts(name_or_path: str | Path, lora: LoraParams | None = None) -
                 continue
             if targets == "all-linear" or name.rsplit(".", 1)[-1] in targets:
                 n_lora += lora.r * (module.in_features + module.out_features)
+        saved = {
+            id(p): p
+            for name, module in model.named_modules()
+            if name.endswith(tuple(lora.modules_to_save))
+            for p in module.parameters()
+        }
+        n_lora += sum(p.numel() for p in saved.values())
     return count_parameters(model), n_lora
 
 

@@ -134,9 +134,11 @@ def make_qwen_standin(
     device: str = "cpu",
     dtype: torch.dtype = torch.bfloat16,
     seed: int = 0,
+    **shape_overrides,
 ) -> Path:
-    """Write a random-weight checkpoint of a Qwen2.5-Coder shape (``QWEN25_CODER_SHAPES``) with a Qwen-style
-    tokenizer built from ``tokenizer`` to ``out_dir``, as ``save_pretrained`` would leave a hub download.
+    """Write a random-weight checkpoint of a Qwen2.5-Coder shape (``QWEN25_CODER_SHAPES``, any key of it changed by
+    ``shape_overrides``) with a Qwen-style tokenizer built from ``tokenizer`` to ``out_dir``, as ``save_pretrained``
+    would leave a hub download.
 
     The model's vocabulary keeps the real shape's size (rows past the tokenizer's are never produced by it, as in the
     hub checkpoints, whose embedding is padded too); ``tiny`` sizes it to the tokenizer. Built on ``device``, so a
@@ -146,7 +148,7 @@ def make_qwen_standin(
 
     out_dir = Path(out_dir)
     tok = qwen_style_tokenizer(tokenizer, instruct)
-    shape_kwargs = dict(QWEN25_CODER_SHAPES[shape])
+    shape_kwargs = QWEN25_CODER_SHAPES[shape] | shape_overrides
     shape_kwargs["vocab_size"] = max(shape_kwargs["vocab_size"], len(tok))
     config = Qwen2Config(
         **shape_kwargs,

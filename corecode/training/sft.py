@@ -358,6 +358,9 @@ def train_sft(
         "eval_loss": eval_loss,
         "wall_time_s": round(wall, 2),
         "num_parameters": sum(p.numel() for p in final.parameters()),
+        # what the model was trained on, as it reads it: plain text or the chat template, special tokens included
+        "chat_template": use_chat(tokenizer, chat),
+        "first_train_row": tokenizer.decode(trainer.train_dataset[0]["input_ids"]) if n_train else None,
     }
     log_path.with_name(f"sft_{role}_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return SFTResult(

@@ -174,6 +174,14 @@ class _TwoRoleTrainer:
                 first, second = self.role_names
                 self.shared = get_peft_model(base, lora_config(params.role_model(first).lora), adapter_name=first)
                 self.shared.add_adapter(second, lora_config(params.role_model(second).lora))
+            if getattr(self.shared.config, "tie_word_embeddings", False) and any(
+                c.modules_to_save for c in self.shared.peft_config.values()
+            ):  # peft 0.21 ties only the first adapter's embedding copy to the LM head (the other's reads the base's)
+                raise ValueError(
+                    "shared_base with lora.modules_to_save (the section's, or sft.lora's in the SFT adapters) on a "
+                    "model whose LM head is tied to its embedding: peft ties only one adapter's copy to the LM head; "
+                    "set shared_base: false (a model per role) or modules_to_save: []"
+                )
         for name in self.role_names:
             role_cfg = params.role_model(name)
             model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
@@ -186,7 +194,7 @@ class _TwoRoleTrainer:
                 model.to(dev)
             ref = None
             if self.shared is not None:
-                train_params = [w for n, w in model.named_parameters() if f".{name}." in n and "lora_" in n]
+                train_params = [w for n, w in model.named_parameters() if f".{name}." in n and _adapter_weight(n)]
                 for weight in train_params:
                     weight.requires_grad_(True)
             else:
@@ -291,7 +299,7 @@ class _TwoRoleTrainer:
         if self.shared is not None:
             self.shared.set_adapter(role)
             for n, weight in self.shared.named_parameters():  # set_adapter freezes the other adapter: keep both
-                if "lora_" in n:
+                if _adapter_weight(n):
                     weight.requires_grad_(True)
             if role in self.samplers:
                 self.samplers[role].set_adapter(role)
@@ -511,7 +519,10 @@ class _TwoRoleTrainer:
             r = self.roles[name]
             model = self.acc.unwrap_model(r.model)
             if self.cfg.role_model(name).lora.enabled:  # outputs are plain checkpoints: the adapter merged in a copy
-                model = copy.deepcopy(model).merge_and_unload(adapter_names=[name] if self.shared else None)
+                model = copy.deepcopy(model)
+                if self.shared:  # peft unloads modules_to_save as the active adapter's copy
+                    model.set_adapter(name)
+                model = model.merge_and_unload(adapter_names=[name] if self.shared else None)
             model.save_pretrained(out)
             r.tokenizer.save_pretrained(out)
 
@@ -519,6 +530,11 @@ class _TwoRoleTrainer:
         from trl.trainer.utils import shutdown_event_loop_in_daemon
 
         shutdown_event_loop_in_daemon(self._loop_thread, self._loop)
+
+
+def _adapter_weight(name: str) -> bool:
+    """A weight an adapter trains: its LoRA matrices or its copy of a ``lora.modules_to_save`` module."""
+    return "lora_" in name or ".modules_to_save." in name
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:

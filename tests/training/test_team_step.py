@@ -232,6 +232,41 @@ def test_shared_base_needs_lora(team_dir, sandbox, tmp_path):
         one_step_params(tmp_path, shared_base=True)
 
 
+def _with_modules_to_save(params: TeamGRPOParams, modules: list[str]) -> TeamGRPOParams:
+    return params.model_copy(update={"lora": params.lora.model_copy(update={"modules_to_save": modules})})
+
+
+def test_shared_base_saves_each_roles_own_modules_to_save(team_dir, sandbox, tmp_path):
+    """A module trained in full beside each role's adapter (lora.modules_to_save) is saved with that role: peft unloads
+    the active adapter's copy, so the trainer activates the role it saves."""
+    from transformers import AutoModelForCausalLM
+
+    model, tok = load_role_model(str(team_dir[1]))
+    head = model.lm_head.weight.detach().clone()
+    p = _with_modules_to_save(one_step_params(tmp_path, shared_base=True, lora_r=4, eval_problems=0), ["lm_head"])
+    trainer = TeamGRPOTrainer(p, (model, tok), (model, tok), PROBLEMS, sandbox)
+    try:
+        with torch.no_grad():
+            for shift, role in enumerate(("planner", "coder"), 1):
+                trainer.shared.base_model.model.lm_head.modules_to_save[role].weight.add_(shift)
+        trainer.save_models({"planner": str(tmp_path / "p"), "coder": str(tmp_path / "c")})
+    finally:
+        trainer.close()
+    for shift, out in enumerate(("p", "c"), 1):
+        assert torch.equal(AutoModelForCausalLM.from_pretrained(tmp_path / out).lm_head.weight, head + shift), out
+
+
+def test_shared_base_refuses_modules_to_save_on_tied_embeddings(team_dir, sandbox, tmp_path):
+    """peft ties only one adapter's embedding copy to a tied LM head: the trainer stops, naming the keys."""
+    from transformers import AutoModelForCausalLM
+
+    _, tok = load_role_model(str(team_dir[1]))
+    model = AutoModelForCausalLM.from_pretrained(team_dir[1], tie_word_embeddings=True)
+    p = _with_modules_to_save(one_step_params(tmp_path, shared_base=True, lora_r=4), ["embed_tokens"])
+    with pytest.raises(ValueError, match="modules_to_save .* tied to its embedding.* shared_base: false"):
+        TeamGRPOTrainer(p, (model, tok), (model, tok), PROBLEMS, sandbox)
+
+
 def _write_sft_rows(path: Path, pairs) -> str:
     path.write_text("".join(json.dumps({"prompt": a, "completion": b}) + "\n" for a, b in pairs))
     return str(path)
