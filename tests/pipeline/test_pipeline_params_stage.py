@@ -91,6 +91,18 @@ def _outputs(repo: Path) -> dict[str, str]:
     return {f: (repo / f).read_text() for f in files if (repo / f).exists()}
 
 
+def pipeline_repo(repo: Path) -> Path:
+    """A scratch git + DVC repo holding the repository's own pipeline: dvc.yaml, params.yaml, baselines/dvc.yaml and
+    a copy of corecode/ (the stages' code deps; the commands run the installed corecode)."""
+    shutil.copytree(ROOT / "corecode", repo / "corecode", ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in ("dvc.yaml", "params.yaml", "baselines/dvc.yaml"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, repo / rel)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    assert _dvc(repo, "init", "-q").returncode == 0
+    return repo
+
+
 def _edit_params(repo: Path, edit) -> None:
     raw = yaml.safe_load((repo / "params.yaml").read_text())
     edit(raw)
@@ -164,13 +176,7 @@ def test_the_pipelines_own_stages_survive_a_typo(tmp_path, monkeypatch):
     """The real dvc.yaml and stage commands: after `dvc repro sft@coder`, a typo in params.yaml fails the params stage,
     every output (the cached checkpoints, the uncached training log and reports) stays, and the fixed file reruns
     nothing."""
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "corecode", repo / "corecode", ignore=shutil.ignore_patterns("__pycache__"))
-    for rel in ("dvc.yaml", "params.yaml", "baselines/dvc.yaml"):
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / rel, repo / rel)
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    assert _dvc(repo, "init", "-q").returncode == 0
+    repo = pipeline_repo(tmp_path / "repo")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     tiny = {
