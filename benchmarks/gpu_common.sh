@@ -1,6 +1,8 @@
 # Sourced by the GPU benchmark scripts: `step NAME CMD...` runs a command, appends its output to $R/log and one line
 # to $R/steps.tsv: name, exit code, seconds, peak memory.used of the busiest GPU (nvidia-smi, polled every 250 ms).
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0
+# NVLink multicast stays off (NCCL, PyTorch, NVSHMEM): the lent multi-GPU hosts require it.
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1
 CLI="python3 -m corecode.cli --pipeline-outputs"  # the pipeline's places under data/, as dvc.yaml
 step() {
   local name=$1; shift; local t0=$(date +%s.%N)

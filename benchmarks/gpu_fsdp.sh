@@ -6,16 +6,8 @@
 # Per-step times: data/reports/train/grpo_team_{1gpu,fsdp,ddp}.json (step_time_s, tokens_per_s).
 #   R=/tmp/gpurun STEPS=16 bash benchmarks/gpu_fsdp.sh
 set -u
-R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml; CLI="python3 -m corecode.cli --pipeline-outputs"; STEPS=${STEPS:-16}
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-  NVSHMEM_DISABLE_NVLS=1
-step() {
-  local name=$1; shift; local t0=$(date +%s.%N)
-  echo "=== $name: $*" >>"$R/log"
-  "$@" >>"$R/log" 2>&1; local rc=$?
-  printf '%s\t%s\t%s\n' "$name" "$rc" "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" | tee -a "$R/steps.tsv"
-  return $rc
-}
+R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml; STEPS=${STEPS:-16}
+source "$(dirname "$0")/gpu_common.sh"  # step, CLI, the environment
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
 mkparams() {  # mkparams OUT [--set K=V ...]
   local out=$1; shift

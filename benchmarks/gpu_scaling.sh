@@ -5,15 +5,8 @@
 #   R=/tmp/gpurun STEPS=12 bash benchmarks/gpu_scaling.sh
 set -u
 R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml;  # data/ is ignored: survives a tree re-sync
- CLI="python3 -m corecode.cli --pipeline-outputs"; STEPS=${STEPS:-12}
-export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0
-step() {
-  local name=$1; shift; local t0=$(date +%s.%N)
-  echo "=== $name: $*" >>"$R/log"
-  "$@" >>"$R/log" 2>&1; local rc=$?
-  printf '%s\t%s\t%s\n' "$name" "$rc" "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" | tee -a "$R/steps.tsv"
-  return $rc
-}
+STEPS=${STEPS:-12}
+source "$(dirname "$0")/gpu_common.sh"  # step, CLI, the environment
 { nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
 $CLI profile apply configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=unshare \
   --set sandbox.python=$(command -v python3) --set grpo.team.max_steps=$STEPS --set grpo.team.eval_steps=0 --set sft.max_steps=300 >>"$R/log" 2>&1

@@ -63,16 +63,7 @@ def make_tiny_checkpoint(
 # Qwen2.5-Coder's published shapes (config.json of each hub repo), for random-weight stand-ins where no hub is
 # reachable: the memory and time of a stage depend on the shape, not on the weights.
 QWEN25_CODER_SHAPES: dict[str, dict] = {
-    "tiny": dict(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=0,
-        tie_word_embeddings=True,
-        max_position_embeddings=1024,
-    ),
+    "tiny": TINY_SHAPE | dict(vocab_size=0, tie_word_embeddings=True, max_position_embeddings=1024),
     "1.5b": dict(
         hidden_size=1536,
         intermediate_size=8960,
@@ -189,6 +180,6 @@ def add_chat_template(tokenizer):
     tokens and the ChatML chat template set (saved by ``save_pretrained``). EOS is left as it is, as in Qwen2.5 base
     checkpoints (EOS ``<|endoftext|>``, turns closed by ``<|im_end|>``). A model for it needs ``len(tokenizer)``
     embeddings."""
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIAL_TOKENS[1:])})
     tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer
