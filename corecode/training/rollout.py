@@ -153,6 +153,30 @@ def per_token_logps(model, batch: dict[str, torch.Tensor], temperature: float = 
     return logps, entropies
 
 
+@torch.no_grad()
+def mean_token_entropy(
+    model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int, temperature: float = 1.0
+) -> float:
+    """Mean per-token entropy (nats) of ``model``'s next-token distribution over the completion tokens of
+    ``samples``, at ``temperature`` (the distribution the samples were drawn from); 0.0 for no tokens. One no-grad
+    forward pass per micro-batch: it measures a role's sampling diversity whether or not the role is updated (the loss's
+    entropy covers only the sequences it runs)."""
+    total, tokens = 0.0, 0
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(samples), micro_batch_size):
+            batch = collate(samples[start : start + micro_batch_size], pad_id, device)
+            _, entropies = per_token_logps(model, batch, temperature, with_entropy=True)
+            mask = batch["completion_mask"].float()
+            total += float((entropies.float() * mask).sum())
+            tokens += int(mask.sum())
+    finally:
+        model.train(was_training)
+    return total / tokens if tokens else 0.0
+
+
 @dataclass
 class LossConfig:
     loss_type: str = "grpo"

@@ -60,7 +60,7 @@ from corecode.training.rewards import (
     planner_reward,
     program_for,
 )
-from corecode.training.rollout import LossConfig, Sample, generate_chunks, policy_loss_backward
+from corecode.training.rollout import LossConfig, Sample, generate_chunks, mean_token_entropy, policy_loss_backward
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,8 @@ class _TwoRoleTrainer:
         self.sandbox = sandbox
         self.train_problems = list(train_problems)
         self.val_problems = list(val_problems)[: params.eval_problems]
+        if any(p.split == "test" for p in self.val_problems):
+            raise ValueError(f"{params.val_problems}: in-training evaluation reads the dev split, never test problems")
         self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")
         self.fsdp = self.acc.distributed_type.value == "FSDP"
         if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
@@ -370,24 +372,26 @@ class _TwoRoleTrainer:
 
     # -- update -------------------------------------------------------------------------------------------------------
     def update(
-        self, role: str, samples: list[Sample], advantages: torch.Tensor, record_old: bool = False
+        self, role: str, samples: list[Sample] | None, advantages: torch.Tensor | None, record_old: bool = False
     ) -> dict[str, float]:
         self.activate(role)
         r = self.roles[role]
-        loss_cfg = copy.copy(self.loss_cfg)
-        loss_cfg.max_completion_length = r.max_new_tokens
-        stats = policy_loss_backward(
-            r.model,
-            samples,
-            advantages,
-            loss_cfg,
-            r.tokenizer.pad_token_id,
-            self.cfg.micro_batch_size,
-            r.ref_model,
-            backward=self.acc.backward,
-            skip_zero_advantage=self.acc.num_processes == 1,
-            record_old=record_old,
-        )
+        stats: dict[str, float] = {}
+        if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
+            loss_cfg = copy.copy(self.loss_cfg)
+            loss_cfg.max_completion_length = r.max_new_tokens
+            stats = policy_loss_backward(
+                r.model,
+                samples,
+                advantages * self.cfg.rl_coef,
+                loss_cfg,
+                r.tokenizer.pad_token_id,
+                self.cfg.micro_batch_size,
+                r.ref_model,
+                backward=self.acc.backward,
+                skip_zero_advantage=self.acc.num_processes == 1,
+                record_old=record_old,
+            )
         if role in self.ptx_rows:
             stats["ptx_loss"] = self.ptx_backward(role)
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
@@ -431,15 +435,20 @@ class _TwoRoleTrainer:
         step = self.state.step
         t0 = time.perf_counter()
         timer: dict[str, float] = {}
-        per_role, metrics = self.rollout(self.batch_problems(step), timer)
+        if self.cfg.rl_coef:
+            per_role, metrics = self.rollout(self.batch_problems(step), timer)
+        else:  # the ptx-only control: no rollouts; each role with ptx data takes the ptx step of the GRPO run
+            per_role, metrics = {role: (None, None) for role in self.ptx_rows}, {}
         iterations = self.cfg.num_iterations
         for role in self.updating(step):
+            if role not in per_role:
+                continue
             samples, adv = per_role[role]
             for it in range(iterations):  # several optimizer steps on one batch: stats are their means
                 for k, v in self.update(role, samples, adv, record_old=iterations > 1 and it == 0).items():
                     metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / iterations
         dt = time.perf_counter() - t0
-        new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples)
+        new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples or ())
         metrics.update(
             step_time_s=dt,
             tokens_per_s=new_tokens / dt,
@@ -535,6 +544,19 @@ class _TwoRoleTrainer:
 def _adapter_weight(name: str) -> bool:
     """A weight an adapter trains: its LoRA matrices or its copy of a ``lora.modules_to_save`` module."""
     return "lora_" in name or ".modules_to_save." in name
+
+
+def plan_outcomes(passed: torch.Tensor, n_programs: int) -> dict[str, float]:
+    """The Planner's view of a rollout from ``passed`` (1.0 / 0.0 per program, consecutive groups of ``n_programs``
+    per plan): plan accuracy (share of a plan's programs that pass, averaged over plans), the share of plans with a
+    passing program, and the share of plans whose programs all pass or all fail (no pass/fail contrast among them)."""
+    per_plan = passed.float().view(-1, n_programs)
+    share = per_plan.mean(1)
+    return {
+        "planner/plan_accuracy": float(share.mean()),
+        "planner/plan_any_pass": float((share > 0).float().mean()),
+        "planner/uniform_plan_frac": float(((share == 0) | (share == 1)).float().mean()),
+    }
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
@@ -644,7 +666,8 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "reward/planner": float(gathered["planner_rewards"].mean()),
             "reward/coder": float(gathered["coder_rewards"].mean()),
             "pass_rate/coder": float(gathered["passed"].mean()),
-            "pass_rate/planner": float(gathered["passed"].view(-1, n_programs).mean(1).mean()),
+            **plan_outcomes(gathered["passed"], n_programs),
+            "planner/sample_entropy": self.sample_entropy("planner", plan_samples),
             "coder/plan_adherence": float(gathered["adherence"].mean()),
             "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
             "planner/adv_std": float(planner_adv.std()),
@@ -655,6 +678,17 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
         return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+
+    def sample_entropy(self, role: str, samples: list[Sample]) -> float:
+        """Mean per-token entropy of ``role``'s policy over its sampled completions, at the rollout temperature (all
+        processes' mean), measured on the model that sampled them."""
+        self.activate(role)
+        r = self.roles[role]
+        model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
+        value = mean_token_entropy(
+            model, samples, r.tokenizer.pad_token_id, self.cfg.micro_batch_size, self.cfg.temperature
+        )
+        return float(self.gather(torch.tensor([value])).mean())
 
     def collaboration_gain(self, problems: Sequence[Problem] | None = None) -> dict[str, float]:
         """Coder pass rate with the Planner's (greedy) plan minus without a plan, on the same problems (greedy)."""

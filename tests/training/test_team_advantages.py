@@ -48,3 +48,16 @@ def test_bad_group_size_and_scale():
         group_advantages(torch.zeros(6), 4)
     with pytest.raises(ValueError, match="scale_rewards"):
         group_advantages(torch.zeros(4), 2, "nope")
+
+
+def test_plan_outcomes_per_plan_shares():
+    from corecode.training.team_grpo import plan_outcomes
+
+    # three plans x 4 programs: 2 of 4 pass, all pass, none pass
+    passed = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    out = plan_outcomes(passed, 4)
+    assert out["planner/plan_accuracy"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert out["planner/plan_any_pass"] == pytest.approx(2 / 3)
+    assert out["planner/uniform_plan_frac"] == pytest.approx(2 / 3)
+    # one program per plan: every plan is uniform
+    assert plan_outcomes(torch.tensor([1.0, 0.0]), 1)["planner/uniform_plan_frac"] == 1.0

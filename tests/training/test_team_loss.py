@@ -130,3 +130,20 @@ def test_later_iterations_clip_against_the_sampling_policy():
     m.zero_grad()
     policy_loss_backward(m, copy.deepcopy(SAMPLES), ADV, cfg, 0, 8)  # without old log-probs: ratio 1, full gradient
     assert any(p.grad is not None and p.grad.any() for p in m.parameters())
+
+
+def test_mean_token_entropy_is_the_token_mean_of_the_full_softmax_entropy():
+    from corecode.training.rollout import mean_token_entropy
+
+    m = _model()
+    got = mean_token_entropy(m, SAMPLES, 0, micro_batch_size=1, temperature=0.7)
+    # by hand: the next-token distributions that predicted [8, 9, 1] after [5, 6, 7] and [1] after [5, 6]
+    with torch.no_grad():
+        a = torch.log_softmax(m(torch.tensor([[5, 6, 7, 8, 9]])).logits[0, 2:5] / 0.7, -1)
+        b = torch.log_softmax(m(torch.tensor([[5, 6]])).logits[0, 1:2] / 0.7, -1)
+    by_hand = float(-(torch.cat([a, b]).exp() * torch.cat([a, b])).sum(-1).mean())
+    assert got == pytest.approx(by_hand, rel=1e-5)
+    # a hotter distribution has more entropy; an empty completion counts no token
+    assert mean_token_entropy(m, SAMPLES, 0, 8, temperature=2.0) > got
+    assert mean_token_entropy(m, [Sample([5], Completion("", 0, []))], 0, 8) == 0.0
+    assert m.training  # left as it was found

@@ -81,6 +81,12 @@ def test_team_step_updates_both_roles_logs_and_measures_collaboration_gain(team_
         assert key in step, key
     assert 0.0 <= step["sandbox_time_share"] <= 1.0
     assert step["planner/zero_std_frac"] < 1.0 or step["coder/zero_std_frac"] < 1.0
+    # the Planner's view: plan accuracy is the mean over plans of their programs' pass share (equal groups: the
+    # Coder's pass rate); plans with a pass and uniform plans are shares; sampled plans at temperature 1.2 have entropy
+    assert step["planner/plan_accuracy"] == pytest.approx(step["pass_rate/coder"])
+    assert step["planner/plan_accuracy"] <= step["planner/plan_any_pass"] <= 1.0
+    assert 0.0 <= step["planner/uniform_plan_frac"] <= 1.0
+    assert step["planner/sample_entropy"] > 0.0
 
     g = final["eval/collaboration_gain"]
     assert g == pytest.approx(final["eval/pass_rate_with_plan"] - final["eval/pass_rate_without_plan"])
