@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 # (docs/benchmarks.md); `make run` overrides this with RUN_THREADS.
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup sandbox-deps browser-deps run lint format test test-fast prefect mlflow-ui clean-venv
+.PHONY: setup sandbox-deps browser-deps run lint format test test-fast prefect mlflow-ui services services-stop clean-venv
 
 # --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
 # Python compiles the modules a run imports on first use instead, and keeps them: make lets it write the bytecode
@@ -80,6 +80,15 @@ test-fast: setup
 # Local Prefect server + workers (see docs/prefect.md) and the MLflow UI on the pipeline's sqlite store.
 prefect: setup
 	bash flows/start_local.sh
+
+# Shared services of a share-nothing deployment (docs/deploy.md): PostgreSQL, the MLflow tracking server, the Prefect
+# server and the DVC remote's sshd, all under .services/ (CORECODE_SERVICES_DIR); workers source its services.env.
+# `make run` does not use them (sqlite and the local remote stay the embedded default).
+services: setup
+	bash deploy/services.sh start
+
+services-stop:
+	bash deploy/services.sh stop
 
 mlflow-ui: setup
 	@$(BIN)/python -c "from corecode.tracking.config import TrackingParams; from corecode.tracking.runs import \
