@@ -1,5 +1,5 @@
 # Sourced by the GPU benchmark scripts: `step NAME CMD...` runs a command, appends its output to $R/log and one line
-# to $R/steps.tsv: name, exit code, seconds, peak memory.used of the busiest GPU (nvidia-smi, polled every 250 ms).
+# to $R/steps.tsv: name, exit code, seconds, peak memory.used of the busiest GPU it sees (nvidia-smi, polled every 250 ms).
 # NVLink multicast stays off (NCCL, PyTorch, NVSHMEM): the lent multi-GPU hosts require it.
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1
@@ -7,7 +7,9 @@ CLI="python3 -m corecode.cli --pipeline-outputs"  # the pipeline's places under 
 step() {
   local name=$1; shift; local t0=$(date +%s.%N)
   echo "=== $name: $*" >>"$R/log"
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$R/mem.$name" 2>/dev/null &
+  # nvidia-smi ignores CUDA_VISIBLE_DEVICES: poll only the GPUs this step sees (another step may share the host)
+  nvidia-smi ${CUDA_VISIBLE_DEVICES:+-i "$CUDA_VISIBLE_DEVICES"} --query-gpu=memory.used --format=csv,noheader,nounits \
+    -lms 250 >"$R/mem.$name" 2>/dev/null &
   local poll=$!
   "$@" >>"$R/log" 2>&1; local rc=$?
   kill $poll 2>/dev/null; wait $poll 2>/dev/null
