@@ -3,8 +3,10 @@
 #
 # This builds, in a scratch copy, the composite suite with a larger test split (same seed: train, val and the SFT
 # datasets come out byte-identical, so the make run's checkpoints stay valid), keeps N test problems that no test
-# build used in tuning contains (n_test 300, 900, 2000, 2700, 3000) and whose step sequence none of the make run's RL
-# problems (data/processed/composite_rl.jsonl) has, evaluates both teams on them (1 sample each, common random numbers)
+# build used in tuning contains (n_test 300, 900, 2000, 2700, 3000), that are no problem of the make run's dev split
+# (data/processed/composite_dev.jsonl, which tuning reads; same gold plan = same chain and constants) and whose step
+# sequence none of the make run's RL problems (data/processed/composite_rl.jsonl) has, evaluates both teams on them
+# (1 sample each, common random numbers)
 # and writes the paired bootstrap with `corecode metrics`. The RL filter matters: the pipeline's own build keeps its
 # RL split off its test split's step sequences, but a larger build's test split does not know that RL split: on the
 # make-run checkpoints of d3d3728 the GRPO team gained 6.0 points on the 298 of 3000 problems that shared a sequence
@@ -32,17 +34,19 @@ done
 for f in planner coder; do  # the SFT data must not move, or the checkpoints would not belong to this data
   cmp -s data/processed/$f.jsonl "$ROOT/data/processed/$f.jsonl" || { echo "$f.jsonl differs from the make run's" >&2; exit 3; }
 done
-$PY - "$N" "$ROOT/data/processed/composite_rl.jsonl" <<'PY'
-import json, re, sys
-n, rl_path = int(sys.argv[1]), sys.argv[2]
+$PY - "$N" "$ROOT/data/processed/composite_rl.jsonl" "$ROOT/data/processed/composite_dev.jsonl" <<'PY'
+import json, os, re, sys
+n, rl_path, dev_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 def sequence(row):  # the chain's steps, constants blanked, from the gold plan (one line per step)
     return tuple(re.sub(r"-?\d+", "N", re.sub(r"'[^']*'", "'S'", line)).strip() for line in row["plan"].splitlines())
 
 rl = {sequence(json.loads(line)) for line in open(rl_path)}
 seen = {json.loads(line)["prompt"] for k in (300, 900, 2000, 2700, 3000) for line in open(f"test_{k}.jsonl")}
+# the dev split is tuned on: none of its problems (chain and constants: the gold plan) may be a test problem here
+dev = {json.loads(line)["plan"] for line in open(dev_path)} if os.path.exists(dev_path) else set()
 rows = [json.loads(line) for line in open("test_8000.jsonl")]
-unseen = [r for r in rows if r["prompt"] not in seen]
+unseen = [r for r in rows if r["prompt"] not in seen and r["plan"] not in dev]
 fresh = [r for r in unseen if sequence(r) not in rl][:n]
 print(f"{len(unseen)} test problems outside the tuning builds, {len(unseen) - len([r for r in unseen if sequence(r) not in rl])}"
       f" of them share a step sequence with the RL split; keeping {len(fresh)}")

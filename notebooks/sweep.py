@@ -1,4 +1,4 @@
-"""Sweep GRPO variants from one fixed SFT team and compare each with that team on the dev (val) split.
+"""Sweep GRPO variants from one fixed SFT team and compare each with that team on the dev split.
 
 Exploration tool, not part of the pipeline (dvc.yaml never runs it). Start from a finished `make run` (or any
 directory with `data/processed/` and the SFT checkpoints). For every variant and seed the sweep makes a scratch
@@ -93,7 +93,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     ap.add_argument("--variants", type=Path, help="YAML file: {name: {KEY: VALUE, ...} or [KEY=VALUE, ...]}.")
     ap.add_argument("--seeds", type=int, nargs="+", help="Train every variant once per seed (--set seed=S).")
-    ap.add_argument("--benchmark", default="composite_val", help="Benchmark to evaluate on (default composite_val).")
+    ap.add_argument(
+        "--benchmark",
+        default="composite_dev",
+        help="Benchmark to evaluate on (default composite_dev, the split tuning reads); a test split is refused: only "
+        "the pipeline's evaluate stage and benchmarks/large_test.sh read test problems.",
+    )
     ap.add_argument("--trainer", default="grpo-team", help="corecode training command (default grpo-team).")
     ap.add_argument("--method", default="planner_coder_grpo", help="Method evaluating a run's trained models.")
     ap.add_argument("--ref-method", default="planner_coder_sft", help="Method every run is compared with.")
@@ -334,6 +339,10 @@ def write_table(rows: list[dict], path: Path) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    from corecode.training.grpo_config import is_test_split
+
+    if is_test_split(args.benchmark):
+        sys.exit(f"--benchmark {args.benchmark}: tuning never reads a test split; use composite_dev")
     variants = load_variants(args)
     runs = plan_runs(args, variants)
     args.params, args.source, args.workdir = args.params.resolve(), args.source.resolve(), args.workdir.resolve()

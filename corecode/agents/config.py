@@ -164,6 +164,10 @@ def _default_teams() -> dict[str, TeamSpec]:
         "pta_grpo": TeamSpec(type="plan_then_code", roles={"coder": _ckpt("pta_grpo")}),
         "planner_coder_sft": TeamSpec(type="planner_coder", roles=sft),
         "planner_coder_grpo": TeamSpec(type="planner_coder", roles=grpo),
+        # the control of planner_coder_grpo: its recipe with the RL term zeroed (grpo-team --ptx-control)
+        "planner_coder_ptx": TeamSpec(
+            type="planner_coder", roles={"planner": _ckpt("ptx_planner"), "coder": _ckpt("ptx_coder")}
+        ),
         "magrpo": TeamSpec(type="helper_main", roles={"helper": _ckpt("magrpo_helper"), "main": _ckpt("magrpo_main")}),
         "retrieval": TeamSpec(type="retrieval", roles=grpo),
         "debugging": TeamSpec(type="debugging", options={"inner": "planner_coder_grpo"}),

@@ -1,6 +1,6 @@
 """``load_benchmark(name, split)``: every problem set the project evaluates or trains on, by name.
 
-Names: ``humaneval``; ``composite`` (with ``split``) or ``composite_train|composite_val|composite_test`` (read from
+Names: ``humaneval``; ``composite`` (with ``split``) or ``composite_<split>`` (train, val, test, dev, rl; read from
 ``data/processed/composite_<split>.jsonl`` when ``build-data`` has written it, else generated from params); the keys of
 ``data.sources`` in params.yaml; and the loader names ``mbpp``, ``humaneval_plus``, ``mbpp_plus``, ``livecodebench``,
 ``livebench``, ``code_contests``, ``apps``, ``codeforces`` (their test splits, read from their hub ids; where no hub is
@@ -78,8 +78,8 @@ def load_benchmark(
     """Problems of benchmark ``name`` (see the module docstring). ``params``/``seed`` default to params.yaml's."""
     if name.startswith("composite"):
         split = split or (name.split("_", 1)[1] if "_" in name else None)
-        if split not in ("train", "val", "test"):
-            raise ValueError(f"benchmark {name!r}: composite needs split train|val|test, got {split!r}")
+        if split not in ("train", "val", "test", "dev", "rl"):
+            raise ValueError(f"benchmark {name!r}: composite needs split train|val|test|dev|rl, got {split!r}")
         path = Path(processed_dir) / f"composite_{split}.jsonl"
         if path.exists():
             from corecode.data.io import read_problems
@@ -97,7 +97,8 @@ def load_benchmark(
         params, _ = _params(None, seed)
     spec = params.sources.get(name) or HUB_DEFAULTS.get(name)
     if spec is None:
-        known = ["humaneval", "composite_train", "composite_val", "composite_test", *params.sources, *HUB_DEFAULTS]
+        composite = [f"composite_{s}" for s in ("train", "val", "test", "dev")]
+        known = ["humaneval", *composite, *params.sources, *HUB_DEFAULTS]
         raise ValueError(f"unknown benchmark {name!r}; known: {sorted(set(known))}")
     if split is not None:
         spec = spec.model_copy(update={"split": split})

@@ -3,8 +3,9 @@ single-model SFT sets.
 
 Writes under ``out_dir`` (default ``data/processed``):
 
-* ``composite_{train,val,test,rl}.jsonl``: the composite splits (``rl``: tests only, for GRPO; empty when n_rl is 0)
-  as ``Problem`` JSONL (later stages read exactly these),
+* ``composite_{train,val,test,dev,rl}.jsonl``: the composite splits (``dev``: held-out compositions like ``test``, for
+  tuning; ``rl``: tests only, for GRPO; each empty when its size is 0) as ``Problem`` JSONL (later stages read exactly
+  these),
 * ``sources/<name>_rl.jsonl``: for each external source in ``data.train_sources`` (MBPP, APPS, CodeContests,
   Codeforces), the ``rl_fraction`` of its problems kept for GRPO (split ``rl``; never SFT rows), within the source's
   limits (``data.validation.per_source``: long tests cut, at most ``max_tests`` kept; problems exact-output tests
@@ -189,8 +190,9 @@ def build_data(
         write_problems(path, probs)
         summary.files[f"composite_{split}"] = str(path)
         summary.rows[f"composite_{split}"] = {split: len(probs)}
-    if "rl" not in composite:  # the pipeline declares this file: an empty one means "no rl split" (n_rl: 0)
-        write_problems(out_dir / "composite_rl.jsonl", [])
+    for split in ("dev", "rl"):  # the pipeline declares these files: an empty one means "no such split" (size 0)
+        if split not in composite:
+            write_problems(out_dir / f"composite_{split}.jsonl", [])
 
     items = _training_problems(data, composite, seed, summary)
     summary.dropped = {p.source: 0 for _, p, _ in items}

@@ -14,8 +14,10 @@ Splits measure what planning is for. ``train``/``val`` use chains of ``min_steps
 contain a *held-out pair* (a step ``a`` directly followed by a step ``b``, a ``heldout_pair_frac`` share of all
 pairs). ``test`` is made of held-out compositions of three kinds: *longer* chains (``train_max_steps+1..
 test_max_steps``, tag ``ood:length``), *unseen chains* whose step sequence never occurs in train/val although each
-adjacent pair does (``ood:chain``), and chains with a held-out pair (``ood:pair``). Everything is
-deterministic from the seed; each split has its own RNG stream, so ``test`` does not move when ``n_train`` changes.
+adjacent pair does (``ood:chain``), and chains with a held-out pair (``ood:pair``). ``dev`` is drawn the way ``test``
+is, for tuning: no problem of it is a test problem, and ``rl`` (GRPO's problems) shares no step sequence with either.
+Everything is deterministic from the seed; each split has its own RNG stream, so ``test`` does not move when
+``n_train``, ``n_dev`` or ``n_rl`` changes.
 
 The gold code is ours (generated from the trusted step table), so running it in-process to compute expected outputs is
 safe; model-written code only ever runs in ``corecode.sandbox``.
@@ -40,6 +42,9 @@ from corecode.data.steps import (
 )
 
 GUARD_DEFAULTS = (-1, 0)
+# Splits of held-out compositions (longer chains, unseen chains, held-out pairs): the test split and the dev split
+# that tuning reads instead of it.
+HELDOUT_SPLITS = ("test", "dev")
 _BASE_NP = {"ints": ("nums", "the list nums", "the numbers in nums"), "str": ("s", "the string s", "the text s")}
 _GUARD_PHRASES = (
     "If there is nothing left to choose from, return {d}.",
@@ -375,7 +380,7 @@ def _generate(
                 "widen data.composite.steps or lower the split size"
             )
         tags: list[str] = []
-        if split != "test":
+        if split not in HELDOUT_SPLITS:
             chain = sample_chain(rng, steps, _lengths(rng, cfg.min_steps, cfg.train_max_steps), cfg.start_types,
                                  cfg.str_start_prob, banned=held)
             if chain is not None and chain.step_names() in avoid_sequences:
@@ -397,7 +402,7 @@ def _generate(
                 continue
         if chain is None or chain.signature() in seen:
             continue
-        if split == "test" and any(p in held for p in chain.pairs()):
+        if split in HELDOUT_SPLITS and any(p in held for p in chain.pairs()):
             tags.append("ood:pair")
         prob = make_problem(chain, rng, cfg, f"composite/{split}/{made}", split, tags)
         if prob is None:
@@ -409,10 +414,13 @@ def _generate(
 
 def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progress: bool = False
                        ) -> dict[str, list[Problem]]:
-    """All three splits, ``{"train": [...], "val": [...], "test": [...]}``, deterministic from ``seed``.
+    """The splits, ``{"train": [...], "val": [...], "test": [...], "dev": [...], "rl": [...]}`` (``dev`` and ``rl``
+    only when ``n_dev`` / ``n_rl`` > 0), deterministic from ``seed``.
 
     ``val`` is drawn first and ``train`` avoids its compositions; ``test`` is disjoint from both by construction
     (every test chain is longer than any train chain, has a held-out pair, or has a step sequence neither uses).
+    ``dev`` is drawn like ``test`` and shares no problem (chain and constants) with it; ``rl`` uses no step sequence
+    of any other split.
     """
     cfg = cfg or CompositeParams()
     steps = select_steps(cfg.steps)
@@ -432,8 +440,12 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
     pairs = {p for c, _ in train + val for p in c.pairs()}
     test = run("test", cfg.n_test, set(), sequences, pairs)
     out = {"train": [p for _, p in train], "val": [p for _, p in val], "test": [p for _, p in test]}
+    dev = []
+    if cfg.n_dev:  # after test, on its own RNG stream: test does not move when n_dev changes
+        dev = run("dev", cfg.n_dev, {c.signature() for c, _ in test}, sequences, pairs)
+        out["dev"] = [p for _, p in dev]
     if cfg.n_rl:  # last, on its own RNG stream: the other splits do not move when n_rl changes
-        used = sequences | {c.step_names() for c, _ in test}
-        rl = run("rl", cfg.n_rl, {c.signature() for c, _ in train + val + test}, avoid=used)
+        used = sequences | {c.step_names() for c, _ in test + dev}
+        rl = run("rl", cfg.n_rl, {c.signature() for c, _ in train + val + test + dev}, avoid=used)
         out["rl"] = [p for _, p in rl]
     return out

@@ -26,6 +26,14 @@ class CompositeParams(BaseModel):
         "built from them. Their step sequences occur in no other split (new compositions of seen steps and pairs; "
         "held-out pairs stay held out, chains stay within train_max_steps). 0 = no rl split.",
     )
+    n_dev: int = Field(
+        500,
+        ge=0,
+        description="Problems of the `dev` split (composite_dev.jsonl), drawn like test (held-out compositions) on "
+        "their own RNG stream; no dev problem is a test problem and the rl split uses none of their step sequences. "
+        "Every tuning run reads dev, never test (notebooks/sweep.py, the GRPO trainers' in-training evaluation). "
+        "0 = no dev split.",
+    )
     min_steps: int = Field(1, ge=1, description="Fewest primitive steps in a problem.")
     train_max_steps: int = Field(3, ge=1, description="Most steps in a train/val problem.")
     test_max_steps: int = Field(
@@ -169,6 +177,7 @@ class ValidationParams(BaseModel):
             "composite_train",
             "composite_val",
             "composite_test",
+            "composite_dev",
             "composite_rl",
         ],
         description="Datasets `corecode validate-data` checks by default (names of data/processed/<name>.jsonl); the "

@@ -191,6 +191,7 @@ def build_suite(name: str, data: DataParams, split: str | None = None, source: s
             "train": data.composite.n_train,
             "val": data.composite.n_val,
             "test": data.composite.n_test,
+            "dev": data.composite.n_dev,
             "rl": data.composite.n_rl,
         }
         add(E.ExpectTableRowCountToEqual(value=expected[split]))
@@ -298,8 +299,8 @@ def validate_datasets(
     pandas = ctx.data_sources.add_pandas("corecode")
     results = []
     for name in names:
-        if name == "composite_rl" and not data.composite.n_rl:
-            continue  # no rl split configured: its file is empty by design
+        if {"composite_rl": not data.composite.n_rl, "composite_dev": not data.composite.n_dev}.get(name):
+            continue  # no such split configured: its file is empty by design
         path = dataset_path(name, data, processed_dir)
         if not path.exists():
             results.append(

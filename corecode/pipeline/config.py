@@ -17,10 +17,12 @@ class ReportParams(BaseModel):
     comparisons: list[tuple[str, str]] = Field(
         default_factory=lambda: [
             ("planner_coder_grpo", "planner_coder_sft"),
+            ("planner_coder_grpo", "planner_coder_ptx"),
             ("planner_coder_grpo", "single_grpo"),
+            ("planner_coder_grpo", "magrpo"),
+            ("planner_coder_ptx", "planner_coder_sft"),
             ("planner_coder_sft", "single_sft"),
             ("single_grpo", "single_sft"),
-            ("planner_coder_grpo", "magrpo"),
         ],
         description="(a, b) method pairs compared on every benchmark with a paired bootstrap (delta = a - b).",
     )

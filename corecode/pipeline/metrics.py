@@ -29,7 +29,7 @@ METRICS_FILE = REPORTS / "metrics.json"
 # The main pipeline's training logs (the optional baselines' lie beside them and are passed by their own stage).
 TRAIN_LOGS = tuple(
     REPORTS / "train" / f"{name}.json"
-    for name in ("sft_planner", "sft_coder", "sft_single", "grpo_team", "grpo_single", "grpo_magrpo")
+    for name in ("sft_planner", "sft_coder", "sft_single", "grpo_team", "grpo_ptx", "grpo_single", "grpo_magrpo")
 )
 # Keys of a Trainer's end-of-training record (one row; no curve) and the prefixes of evaluation keys.
 TRAINER_SUMMARY_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss"}
@@ -105,7 +105,8 @@ def collect_metrics(
                     "n_problems": res.n_problems,
                 }
             )
-    metrics = {"methods": methods, "comparisons": rows}
+    # seed: every method is one training run of the pipeline's seed (each result's pass_at_1_ci is over problems)
+    metrics = {"methods": methods, "comparisons": rows, "seed": params.seed}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     # Runtime and memory of passing code vary from run to run: a file of their own keeps metrics.json reproducible.

@@ -17,6 +17,13 @@ def register(app: typer.Typer) -> None:
         metrics: Path = typer.Option(REPORTS / "metrics.json", help="metrics.json from the evaluate stage."),
         train_dir: Path = typer.Option(REPORTS / "train", help="Per-step training logs (*.json, *.csv)."),
         out_dir: Path = typer.Option(None, help="Where report.md and plots/ are written (default data/reports)."),
+        readme: Path = typer.Option(
+            None,
+            "--readme",
+            help="Only rewrite this file's results block (between <!-- RESULTS:BEGIN --> and <!-- RESULTS:END -->) "
+            "from --metrics, and nothing else: `make run` does this after `dvc repro`, so no stage depends on "
+            "README.md.",
+        ),
         params_file: Path = PARAMS_OPTION,
         overrides: list[str] = SET_OPTION,
     ) -> None:
@@ -29,8 +36,16 @@ def register(app: typer.Typer) -> None:
             headline_metrics,
             load_metrics,
             render_html,
+            update_readme,
         )
         from corecode.tracking.runs import experiment_url, stage_run
+
+        if readme is not None:
+            try:
+                typer.echo(f"wrote the results block of {update_readme(readme, metrics)} from {metrics}")
+            except ReportError as e:
+                fail(str(e))
+            return
 
         params = load_cli_params(params_file, overrides)
         with stage_run("report", params) as run:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params, output_path
 
 # What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
 _SFT_OOM_HINTS = (
@@ -169,10 +169,17 @@ def _register_team(app: typer.Typer) -> None:
     every ``corecode`` invocation (``--help`` included) take 13-26 s on the 2-core CPU box.
     """
 
-    def _run(stage: str, fn_name: str, section: str, params_path: Path, overrides: list[str] | None) -> None:
+    def _run(
+        stage: str, fn_name: str, section: str, params_path: Path, overrides: list[str] | None, ptx_control=False
+    ) -> None:
         import json
 
         p = load_cli_params(params_path, overrides)
+        if ptx_control:  # the team's recipe with the RL term zeroed, written to grpo.team.ptx_control's places
+            team = p.grpo.team
+            if not (team.ptx_coef and team.ptx_data):
+                fail("--ptx-control: grpo.team.ptx_coef is 0 or grpo.team.ptx_data is empty: nothing would train")
+            p.grpo.team = team.model_copy(update={"rl_coef": 0.0, **team.ptx_control.model_dump()})
         from corecode.models.oom import oom_guard
         from corecode.tracking.runs import stage_run
         from corecode.training import team_grpo
@@ -187,9 +194,21 @@ def _register_team(app: typer.Typer) -> None:
         typer.echo(json.dumps(final, indent=1))
 
     @app.command("grpo-team")
-    def grpo_team(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:
+    def grpo_team(
+        ptx_control: bool = typer.Option(
+            False,
+            "--ptx-control",
+            help="The ptx-only control (method planner_coder_ptx): grpo.team's recipe with rl_coef 0 (no rollouts; "
+            "the same ptx batches, steps, learning rate and optimizer) -> grpo.team.ptx_control's places.",
+        ),
+        params: Path = PARAMS_OPTION,
+        set_: list[str] = SET_OPTION,
+    ) -> None:
         """Collaborative GRPO of the Planner -> Coder team (resumes from grpo.team.checkpoint_dir)."""
-        _run("grpo_team", "run_team_grpo", "team", params, set_)
+        if ptx_control:
+            _run("grpo_ptx", "run_team_grpo", "team", params, set_, ptx_control=True)
+        else:
+            _run("grpo_team", "run_team_grpo", "team", params, set_)
 
     @app.command("grpo-magrpo")
     def grpo_magrpo(params: Path = PARAMS_OPTION, set_: list[str] = SET_OPTION) -> None:

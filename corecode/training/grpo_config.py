@@ -14,11 +14,22 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from corecode.models.config import LoraParams
 from corecode.training.rewards_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
 from corecode.training.single_grpo_config import SingleGRPOParams
+
+
+def is_test_split(name: str) -> bool:
+    """Whether a benchmark name or problem file is a test split (``composite_test``, ``.../composite_test.jsonl``,
+    ``test_3000.jsonl``: a file name with the word ``test``): what tuning (in-training evaluation,
+    notebooks/sweep.py) must never read."""
+    import re
+    from pathlib import PurePath
+
+    return "test" in re.split(r"[^a-z0-9]+", PurePath(name).name.lower())
+
 
 _ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -55,8 +66,9 @@ class TwoRoleGRPOParams(BaseModel):
         "sources/<name>_rl.jsonl that build-data writes).",
     )
     val_problems: str = Field(
-        "data/processed/composite_val.jsonl",
-        description="Problem JSONL of the in-training evaluation (eval_problems of them).",
+        "data/processed/composite_dev.jsonl",
+        description="Problem JSONL of the in-training evaluation (eval_problems of them): the dev split, never a "
+        "test split (a file name with the word 'test', or a file of split-'test' problems, is refused).",
     )
     checkpoint_dir: str = Field(description="Resumable training checkpoints (outside DVC's outputs).")
     log_path: str = Field(description="Per-step log (JSON list) for dvc plots.")
@@ -107,6 +119,13 @@ class TwoRoleGRPOParams(BaseModel):
         "(CoRe-Code's Planner stage / Coder stage).",
     )
     alternate_every: int = Field(1, ge=1, description="Steps per stage when schedule=alternate.")
+    rl_coef: float = Field(
+        1.0,
+        ge=0,
+        description="Weight of the GRPO (policy-gradient) loss in each update. 0: the ptx-only control: no rollouts, "
+        "each update is ptx_coef x the SFT loss on the batches the GRPO run reads, with its steps, learning rate and "
+        "optimizer (needs ptx_coef > 0).",
+    )
 
     # PPO-ptx (InstructGPT): the SFT objective stays in every update
     ptx_coef: float = Field(
@@ -175,6 +194,13 @@ class TwoRoleGRPOParams(BaseModel):
             attn_implementation=own.attn_implementation or self.attn_implementation,
         )
 
+    @field_validator("val_problems")
+    @classmethod
+    def _not_test(cls, path: str) -> str:
+        if is_test_split(path):
+            raise ValueError(f"{path}: in-training evaluation reads the dev split, never a test split")
+        return path
+
     @model_validator(mode="after")
     def _check_roles(self):
         unknown = sorted(set(self.roles) - set(self.role_names))
@@ -189,6 +215,8 @@ class TwoRoleGRPOParams(BaseModel):
                 )
             if lora.enabled and not lora.merge:
                 raise ValueError(f"lora.merge ({role}): the GRPO trainers save merged checkpoints; set it true")
+        if not self.rl_coef and not (self.ptx_coef and self.ptx_data):
+            raise ValueError("rl_coef: 0 (the ptx-only control) needs ptx_coef > 0 and ptx_data: nothing would train")
         if self.shared_base:
             for role, own in self.roles.items():
                 if own.gradient_checkpointing is not None or own.attn_implementation is not None:
@@ -197,6 +225,18 @@ class TwoRoleGRPOParams(BaseModel):
                         "attn_implementation for the section, not per role"
                     )
         return self
+
+
+class PtxControlParams(BaseModel):
+    """Where ``corecode grpo-team --ptx-control`` writes: the team's GRPO recipe (``grpo.team``) with the RL term
+    zeroed (``rl_coef: 0``), the method ``planner_coder_ptx``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planner_output: str = Field("data/checkpoints/ptx_planner", description="Final Planner of the ptx-only control.")
+    coder_output: str = Field("data/checkpoints/ptx_coder", description="Final Coder of the ptx-only control.")
+    checkpoint_dir: str = Field("data/run_state/grpo_ptx", description="Its resumable training checkpoints.")
+    log_path: str = Field("data/reports/train/grpo_ptx.json", description="Its per-step log (JSON list).")
 
 
 class TeamGRPOParams(TwoRoleGRPOParams):
@@ -231,6 +271,11 @@ class TeamGRPOParams(TwoRoleGRPOParams):
     planner_reward: PlannerRewardWeights = Field(
         default_factory=PlannerRewardWeights, description="The Planner's reward (through the Coder's)."
     )
+    ptx_control: PtxControlParams = Field(
+        default_factory=PtxControlParams,
+        description="Outputs of the ptx-only control (`corecode grpo-team --ptx-control`, stage grpo_ptx): this "
+        "section's recipe with rl_coef 0.",
+    )
     planner_device: str | None = Field(None, description="Device of the Planner (e.g. cuda:0); None: accelerator's.")
     coder_device: str | None = Field(None, description="Device of the Coder (e.g. cuda:1); None: accelerator's.")
 
@@ -248,12 +293,18 @@ class MAGRPOParams(TwoRoleGRPOParams):
     checkpoint_dir: str = Field("data/run_state/magrpo", description="Resumable training checkpoints.")
     log_path: str = Field("data/reports/train/grpo_magrpo.json", description="Per-step log (JSON list).")
 
-    num_generations: int = Field(4, ge=2, description="G: helper completions per problem (joint groups of size G).")
+    num_generations: int = Field(2, ge=2, description="G: helper completions per problem (joint groups of size G).")
     max_helper_tokens: int = Field(64, ge=1, description="Max new tokens of the helper's code.")
     max_main_tokens: int = Field(96, ge=1, description="Max new tokens of the main agent's code.")
-    problems_per_step: int = Field(4, ge=1, description="Problems per step (per process).")
-    max_steps: int = Field(30, ge=1, description="Optimizer steps (each step = one rollout batch).")
+    problems_per_step: int = Field(16, ge=1, description="Problems per step (per process).")
+    max_steps: int = Field(200, ge=1, description="Optimizer steps (each step = one rollout batch).")
     learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate (both agents).")
+    ptx_coef: float = Field(2.0, ge=0, description=TwoRoleGRPOParams.model_fields["ptx_coef"].description)
+    ptx_data: dict[str, str] = Field(
+        default_factory=lambda: {"helper": "data/processed/coder.jsonl", "main": "data/processed/coder.jsonl"},
+        description=TwoRoleGRPOParams.model_fields["ptx_data"].description
+        + " (Both agents start from the Coder's SFT checkpoint: its rows.)",
+    )
     frozen_roles: list[Literal["helper", "main"]] = Field(
         default_factory=list, description="Agents sampled but never updated."
     )

@@ -5,8 +5,10 @@
 completion (:func:`pta_prompt`; ``sft --role pta`` teaches the format), with a plan-format term added to the reward.
 Rewards come from ``corecode.training.rewards.SandboxCodeReward`` (the MAGRPO-style shaping shared with the team
 trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.single.reward``); every completion runs
-only inside ``corecode.sandbox``. Everything else — sampling, group-relative advantages, the loss variant
-(``grpo`` / ``dapo`` / ``dr_grpo``), KL to the start policy — is TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
+only inside ``corecode.sandbox``. Every update adds the PPO-ptx term (``grpo.single.ptx_coef`` x the SFT loss of a
+batch of ``single.jsonl``, as the team's Coder gets; not with --plan-then-code), which TRL lacks
+(:func:`ptx_trainer_class`). Everything else — sampling, group-relative advantages, the loss variant (``grpo`` /
+``dapo`` / ``dr_grpo``), KL to the start policy — is TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
 """
 
 from __future__ import annotations
@@ -107,6 +109,36 @@ def load_policy(cfg: SingleGRPOParams, model_path: str | Path, plan_then_code: b
     return model, tokenizer
 
 
+def ptx_trainer_class():
+    """``trl.GRPOTrainer`` with the PPO-ptx term (``corecode.training.ptx``): every ``compute_loss`` (one per
+    optimizer step at ``gradient_accumulation_steps: 1``) adds ``ptx_coef`` x the SFT loss of that step's batch of
+    ``ptx_rows``. A class factory so that importing this module does not import TRL."""
+    from trl import GRPOTrainer
+
+    from corecode.training.ptx import ptx_batch, ptx_loss
+
+    class PtxGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args, ptx_rows=(), ptx_coef=0.0, ptx_batch_size=8, ptx_seed=0, chat=False, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.ptx_rows, self.ptx_coef, self.ptx_batch_size = list(ptx_rows), ptx_coef, ptx_batch_size
+            self.ptx_seed, self.ptx_chat = ptx_seed, chat
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if not (self.ptx_coef and self.ptx_rows):
+                return loss
+            step = self._step  # micro-steps so far: one per optimizer step at gradient_accumulation_steps 1
+            batch = ptx_batch(
+                self.ptx_rows, self.ptx_batch_size, self.ptx_seed, "single", step, self.accelerator.process_index
+            )
+            lm = ptx_loss(model, self.processing_class, batch, self.ptx_chat)
+            mode = "train" if model.training else "eval"
+            self._metrics[mode]["ptx_loss"].append(float(lm.detach()))
+            return loss + self.ptx_coef * lm
+
+    return PtxGRPOTrainer
+
+
 @dataclass
 class SingleGRPOResult:
     output_dir: Path
@@ -137,10 +169,10 @@ def train_grpo_single(
     ``extra_reward_funcs`` are appended to ``reward_funcs`` (TRL sums them).
     """
     from transformers import set_seed
-    from trl import GRPOTrainer
 
-    from corecode.generation.render import stop_token_ids
+    from corecode.generation.render import stop_token_ids, use_chat
     from corecode.sandbox import Sandbox
+    from corecode.training.ptx import read_ptx_rows
     from corecode.training.rewards import SandboxCodeReward
     from corecode.training.sft import _merge_history, _peft_config
 
@@ -161,6 +193,7 @@ def train_grpo_single(
         model.generation_config.eos_token_id = sorted(stop)
     work_dir = Path(cfg.work_dir) / name
     args = build_grpo_config(cfg, seed, work_dir, plan_then_code, report_to or [])
+    ptx_rows = read_ptx_rows(cfg.ptx_data, "single") if cfg.ptx_coef and not plan_then_code else []
 
     own_sandbox = sandbox is None
     if own_sandbox:
@@ -172,13 +205,18 @@ def train_grpo_single(
             weights=cfg.reward,
             plan_format_weight=cfg.plan_format_weight if plan_then_code else 0.0,
         )
-        trainer = GRPOTrainer(
+        trainer = ptx_trainer_class()(
             model=model,
             reward_funcs=[reward, *(extra_reward_funcs or [])],
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
             peft_config=_peft_config(cfg),
+            ptx_rows=ptx_rows,
+            ptx_coef=cfg.ptx_coef,
+            ptx_batch_size=cfg.ptx_batch_size,
+            ptx_seed=seed,
+            chat=use_chat(tokenizer, params.generation.use_chat_template),
         )
         t0 = time.perf_counter()
         trainer.train()

@@ -37,8 +37,8 @@ class SingleGRPOParams(BaseModel):
     work_dir: str = Field("data/work", description="Trainer scratch (intermediate checkpoints), outside DVC outs.")
     log_dir: str = Field("data/reports/train", description="Where grpo_single.json / pta_grpo.json log histories go.")
     loss_type: Literal["grpo", "dapo", "dr_grpo"] = Field("grpo", description="TRL GRPOConfig.loss_type.")
-    num_generations: int = Field(4, ge=2, description="Completions per prompt (the GRPO group size).")
-    batch_size: int = Field(16, ge=1, description="Completions per device per step; a multiple of num_generations.")
+    num_generations: int = Field(2, ge=2, description="Completions per prompt (the GRPO group size).")
+    batch_size: int = Field(32, ge=1, description="Completions per device per step; a multiple of num_generations.")
     gradient_accumulation_steps: int = Field(1, ge=1, description="Gradient accumulation steps.")
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the start policy (0: no reference model).")
     epsilon: float = Field(0.2, gt=0, description="Clip range of the importance ratio.")
@@ -47,8 +47,16 @@ class SingleGRPOParams(BaseModel):
     pta_max_completion_length: int = Field(224, ge=1, description="Max new tokens with --plan-then-code (plan+code).")
     temperature: float = Field(0.7, gt=0, description="Sampling temperature of rollouts.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of rollouts.")
-    max_steps: int = Field(80, ge=1, description="Optimizer steps.")
+    max_steps: int = Field(200, ge=1, description="Optimizer steps.")
     learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate.")
+    ptx_coef: float = Field(
+        2.0,
+        ge=0,
+        description="Weight of the language-modelling loss of a batch of ptx_data rows added to every update "
+        "(PPO-ptx, as grpo.team.ptx_coef; corecode.training.ptx). 0: off. Not used with --plan-then-code.",
+    )
+    ptx_data: str = Field("data/processed/single.jsonl", description="SFT rows (prompt, completion) of the ptx term.")
+    ptx_batch_size: int = Field(8, ge=1, description="ptx rows per update.")
     lr_scheduler_type: str = Field("constant", description="transformers scheduler name.")
     warmup_ratio: float = Field(0.0, ge=0.0, lt=1.0, description="Fraction of steps of warmup.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")

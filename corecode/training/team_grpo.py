@@ -37,7 +37,7 @@ import torch
 from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
-from corecode.generation.render import completion_end_id, sft_example, use_chat
+from corecode.generation.render import use_chat
 from corecode.training.advantages import group_advantages
 from corecode.training.checkpointing import (
     claim_checkpoint_dir,
@@ -47,6 +47,7 @@ from corecode.training.checkpointing import (
     save_checkpoint,
 )
 from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
+from corecode.training.ptx import ptx_batch, ptx_loss, read_ptx_rows
 from corecode.training.rewards import (
     ReferenceCache,
     ascore_programs,
@@ -241,42 +242,22 @@ class _TwoRoleTrainer:
 
     def _load_ptx_rows(self) -> dict[str, list[dict]]:
         """The SFT rows of every role this run updates that has a dataset in ptx_data, read once."""
-        from corecode.data.io import read_jsonl
-
         out = {}
         for role in self.role_names:
             path = self.cfg.ptx_data.get(role)
-            if role in self.cfg.frozen_roles or path is None:
-                continue
-            rows = read_jsonl(path)
-            for i, row in enumerate(rows, 1):
-                if not isinstance(row.get("prompt"), str) or not isinstance(row.get("completion"), str):
-                    raise ValueError(f"{path}:{i}: ptx_data rows need string 'prompt' and 'completion' keys")
-            if not rows:
-                raise ValueError(f"{path}: ptx_data for {role!r} is empty")
-            out[role] = rows
+            if role not in self.cfg.frozen_roles and path is not None:
+                out[role] = read_ptx_rows(path, role)
         return out
 
     def ptx_backward(self, role: str) -> float:
-        """Accumulate ``ptx_coef`` x the language-modelling loss of a batch of the role's SFT rows (prompt and
-        completion, tokenized as the SFT stage tokenizes them, ``corecode.generation.render.sft_example``, and trained
-        as it trains them with ``sft.completion_only_loss: false``). The batch is a function of the step and the
-        process, so a resumed run reads the same rows. Hand-written because TRL's GRPOTrainer has no ptx term."""
+        """Accumulate ``ptx_coef`` x the language-modelling loss of the step's batch of the role's SFT rows
+        (``corecode.training.ptx``)."""
         r = self.roles[role]
-        rows = self.ptx_rows[role]
-        rng = random.Random(f"{self.seed}-ptx-{role}-{self.state.step}-{self.acc.process_index}")
-        batch = rng.sample(rows, min(self.cfg.ptx_batch_size, len(rows)))
-        tok = r.tokenizer
-        limit = getattr(self.acc.unwrap_model(r.model).config, "max_position_embeddings", None) or 2048
-        end = completion_end_id(tok, self.chat[role])
-        full = [sft_example(tok, x["prompt"], x["completion"], self.chat[role], end)["input_ids"] for x in batch]
-        ids = [x if len(x) <= limit else x[: limit - 1] + x[-1:] for x in full]  # a cut row keeps its end token
-        width = max(len(x) for x in ids)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        device = next(r.model.parameters()).device
-        input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
-        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
-        loss = r.model(input_ids=input_ids, attention_mask=mask, labels=input_ids.masked_fill(mask == 0, -100)).loss
+        batch = ptx_batch(
+            self.ptx_rows[role], self.cfg.ptx_batch_size, self.seed, role, self.state.step, self.acc.process_index
+        )
+        config = self.acc.unwrap_model(r.model).config
+        loss = ptx_loss(r.model, r.tokenizer, batch, self.chat[role], getattr(config, "max_position_embeddings", None))
         self.acc.backward(self.cfg.ptx_coef * loss)
         return float(loss.detach())
 

@@ -82,6 +82,7 @@ def _params(d: Path, problems: Path, **single) -> Params:
         learning_rate=5e-3,
         temperature=1.2,
         loss_type="dapo",
+        ptx_data=str(d / "processed" / "single.jsonl"),
     )
     return Params.model_validate({"seed": 0, "grpo": {"single": cfg | single}})
 
@@ -139,6 +140,8 @@ def test_grpo_single_updates_the_model_with_sandbox_rewards(setup, sandbox):
     assert len(rewards) == 2 and all(0.0 <= r <= 1.0 for r in rewards)
     assert max(stds) > 0.0, hist  # completions got different rewards: a real learning signal
     assert max(rewards) > 0.1  # some sampled programs parse/run/pass in the sandbox
+    ptx = [h["ptx_loss"] for h in hist if "ptx_loss" in h]  # the PPO-ptx term, the team Coder's, in every update
+    assert len(ptx) == 2 and all(x > 0 for x in ptx), hist
     before, after = _weights(d / "sft_single"), _weights(out)
     assert any(not torch.equal(before[k], after[k]) for k in before)
 

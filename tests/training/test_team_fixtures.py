@@ -27,6 +27,7 @@ from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams
 # Test-sized GRPO settings: the config defaults are the embedded default's 200-step recipe (ptx on, Planner frozen);
 # these tests train tiny models for a step or two, both roles, without ptx unless a test asks for it.
 TINY_TWO_ROLE = dict(
+    ptx_coef=0.0,
     problems_per_step=2,
     temperature=1.0,
     generation_batch_size=16,
@@ -36,7 +37,7 @@ TINY_TWO_ROLE = dict(
     eval_steps=2,
     eval_problems=8,
 )
-TINY_TEAM = dict(TINY_TWO_ROLE, num_plans=2, num_programs=2, frozen_roles=[], ptx_coef=0.0)
+TINY_TEAM = dict(TINY_TWO_ROLE, num_plans=2, num_programs=2, frozen_roles=[])
 
 
 def _lora(r: int | None) -> dict:
