@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Local Prefect for corecode (`make prefect`): a server on 127.0.0.1, the two work pools, the `gpu` tag concurrency
-# limit, the deployments of prefect.yaml, and one worker per pool. Runs from the repo root wherever it is called from.
+# limit, the deployments of flows/prefect-local.yaml, and one worker per pool. Runs from the repo root wherever it is
+# called from.
 # Stop with Ctrl-C (the server and workers are this script's children). Docs: docs/prefect.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ for pool in corecode-cpu corecode-gpu; do
   "$PREFECT" work-pool inspect "$pool" >/dev/null 2>&1 || "$PREFECT" work-pool create "$pool" --type process
 done
 "$PREFECT" concurrency-limit inspect gpu >/dev/null 2>&1 || "$PREFECT" concurrency-limit create gpu 1
-"$PREFECT" --no-prompt deploy --all
+"$PREFECT" --no-prompt deploy --all --prefect-file flows/prefect-local.yaml
 
 "$PREFECT" worker start --pool corecode-cpu &
 if [[ "${CORECODE_GPU_WORKER:-1}" == "1" ]]; then

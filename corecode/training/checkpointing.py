@@ -50,6 +50,10 @@ def save_checkpoint(accelerator, root: str | Path, step: int, keep: int) -> Path
         os.replace(tmp, final)
         for _, old in list_checkpoints(root)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
+        if os.environ.get("CORECODE_RUN_STATE_SYNC"):  # a share-nothing worker: a retry elsewhere resumes from here
+            from corecode.deploy.worker import push_checkpoint
+
+            push_checkpoint(root, final)
     accelerator.wait_for_everyone()
     return final
 
@@ -79,20 +83,23 @@ def run_fingerprint(settings: dict, seed: int, start_models: list[str | Path]) -
     """Identity of a training run: the settings that shape it, the seed, and the start checkpoints' files.
 
     Start checkpoints are identified by file names, sizes and modification times (cheap for multi-GB models); a
-    re-built SFT checkpoint therefore counts as a different start even when its weights happen to be equal.
+    re-built SFT checkpoint therefore counts as a different start even when its weights happen to be equal. Where
+    the orchestrator knows their content hashes (a share-nothing worker: dvc.lock's md5s, the same on every host,
+    unlike file times), ``CORECODE_START_MODELS_ID`` carries them and replaces the file list.
     """
     import hashlib
     import json
 
     shaping = {k: v for k, v in settings.items() if k not in _NOT_SHAPING}
     files = []
-    for d in start_models:
+    for d in [] if os.environ.get("CORECODE_START_MODELS_ID") else start_models:
         d = Path(d)
         for f in sorted(d.glob("*")) if d.is_dir() else []:
             if f.is_file():
                 st = f.stat()
                 files.append([str(f), st.st_size, st.st_mtime_ns])
-    blob = json.dumps({"settings": shaping, "seed": seed, "start": files}, sort_keys=True, default=str)
+    start = os.environ.get("CORECODE_START_MODELS_ID") or files
+    blob = json.dumps({"settings": shaping, "seed": seed, "start": start}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
