@@ -33,6 +33,7 @@ METHODS = {
     "single_grpo": 0.12,
     "planner_coder_sft": 0.31,
     "planner_coder_grpo": 0.36,
+    "planner_coder_ptx": 0.33,
     "magrpo": 0.08,
 }
 SHOTS = os.environ.get("CORECODE_SCREENSHOTS")
