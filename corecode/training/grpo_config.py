@@ -52,6 +52,11 @@ class RoleModelParams(BaseModel):
     lora: LoraParams | None = Field(None, description="This role's LoRA adapter: the keys given replace the section's.")
     gradient_checkpointing: bool | None = Field(None, description="Gradient checkpointing in this role's model.")
     attn_implementation: str | None = Field(None, description="attn_implementation this role's model is loaded with.")
+    learning_rate: float | None = Field(None, gt=0, description="This role's AdamW learning rate.")
+    temperature: float | None = Field(
+        None, gt=0, description="This role's rollout sampling temperature (its loss and entropy use the same)."
+    )
+    beta: float | None = Field(None, ge=0, description="This role's KL coefficient to its start policy.")
 
 
 class TwoRoleGRPOParams(BaseModel):
@@ -192,6 +197,9 @@ class TwoRoleGRPOParams(BaseModel):
             if own.gradient_checkpointing is None
             else own.gradient_checkpointing,
             attn_implementation=own.attn_implementation or self.attn_implementation,
+            learning_rate=own.learning_rate or self.learning_rate,
+            temperature=own.temperature or self.temperature,
+            beta=self.beta if own.beta is None else own.beta,
         )
 
     @field_validator("val_problems")
@@ -254,6 +262,11 @@ class TeamGRPOParams(TwoRoleGRPOParams):
 
     num_plans: int = Field(1, ge=1, description="G_p: plans the Planner samples per problem.")
     num_programs: int = Field(2, ge=1, description="G_c: programs the Coder samples per plan.")
+    pool_identical_plans: bool = Field(
+        False,
+        description="Plans of one problem with the same text share one Planner reward, the mean over all their "
+        "programs (one value estimate per distinct plan instead of G_c programs' noise per copy).",
+    )
     max_plan_tokens: int = Field(64, ge=1, description="Max new tokens of a plan.")
     max_code_tokens: int = Field(96, ge=1, description="Max new tokens of a program.")
     frozen_roles: list[Literal["planner", "coder"]] = Field(

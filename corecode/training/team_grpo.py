@@ -205,16 +205,16 @@ class _TwoRoleTrainer:
                     if params.bf16:
                         model.to(torch.bfloat16)
                     model = get_peft_model(model, lora_config(role_cfg.lora))
-                elif params.beta:
+                elif role_cfg.beta:
                     ref = copy.deepcopy(model).eval().requires_grad_(False)
                     if dev is None:
                         ref.to(self.acc.device)
                 train_params = [w for w in model.parameters() if w.requires_grad]
-            if role_cfg.lora.enabled and params.beta:
+            if role_cfg.lora.enabled and role_cfg.beta:
                 ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
             if params.bf16 and not role_cfg.lora.enabled:
                 self.samplers[name] = self._bf16_sampler(model, dev)
-            opt = torch.optim.AdamW(train_params, lr=params.learning_rate, weight_decay=params.weight_decay)
+            opt = torch.optim.AdamW(train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay)
             sch = get_scheduler(
                 params.lr_scheduler_type,
                 opt,
@@ -338,7 +338,7 @@ class _TwoRoleTrainer:
             prompts,
             n,
             r.max_new_tokens,
-            self.cfg.temperature,
+            self.cfg.role_model(role).temperature,
             self.cfg.top_p,
             self.cfg.generation_batch_size,
             do_sample=not greedy,
@@ -361,6 +361,8 @@ class _TwoRoleTrainer:
         if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
             loss_cfg = copy.copy(self.loss_cfg)
             loss_cfg.max_completion_length = r.max_new_tokens
+            role_cfg = self.cfg.role_model(role)
+            loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
             stats = policy_loss_backward(
                 r.model,
                 samples,
@@ -527,6 +529,19 @@ def _adapter_weight(name: str) -> bool:
     return "lora_" in name or ".modules_to_save." in name
 
 
+def pool_identical(rewards: torch.Tensor, texts: Sequence[str], group_size: int) -> torch.Tensor:
+    """Within each consecutive group of ``group_size``, every element gets the mean reward of the group's elements
+    with the same text (``grpo.team.pool_identical_plans``: one value per distinct plan of a problem)."""
+    out = rewards.clone().float()
+    for start in range(0, len(texts), group_size):
+        by_text: dict[str, list[int]] = {}
+        for i in range(start, start + group_size):
+            by_text.setdefault(texts[i], []).append(i)
+        for idx in by_text.values():
+            out[idx] = rewards[idx].float().mean()
+    return out
+
+
 def plan_outcomes(passed: torch.Tensor, n_programs: int) -> dict[str, float]:
     """The Planner's view of a rollout from ``passed`` (1.0 / 0.0 per program, consecutive groups of ``n_programs``
     per plan): plan accuracy (share of a plan's programs that pass, averaged over plans), the share of plans with a
@@ -630,6 +645,9 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                 for i, (prob, s) in enumerate(flat_plans)
             ]
         )
+        if cfg.pool_identical_plans:
+            texts = [s.completion.text.strip() for _, s in flat_plans]
+            planner_rewards = pool_identical(planner_rewards, texts, n_plans)
         planner_adv, planner_zero = group_advantages(planner_rewards, n_plans, cfg.scale_rewards)
         coder_adv, coder_zero = group_advantages(coder_rewards, n_programs, cfg.scale_rewards)
         plan_samples = [s for _, s in flat_plans]
@@ -667,7 +685,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         r = self.roles[role]
         model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
         value = mean_token_entropy(
-            model, samples, r.tokenizer.pad_token_id, self.cfg.micro_batch_size, self.cfg.temperature
+            model, samples, r.tokenizer.pad_token_id, self.cfg.micro_batch_size, self.cfg.role_model(role).temperature
         )
         return float(self.gather(torch.tensor([value])).mean())
 
@@ -829,7 +847,7 @@ def _load_roles(cfg: TwoRoleGRPOParams, names: tuple[str, str], starts: tuple[st
         raise ModelSourceError(
             f"{keys[0]}, {keys[1]}: shared_base needs both adapters on one base, got {bases[0]!r} and {bases[1]!r}"
         )
-    if cfg.beta:
+    if any(cfg.role_model(name).beta for name in names):
         raise ModelSourceError(
             f"{keys[0].rsplit('.', 1)[0]}.beta: with SFT adapters on a shared base the KL reference (adapters off) "
             "would be the base before SFT; set beta: 0, or sft.lora.merge: true to start from merged checkpoints"

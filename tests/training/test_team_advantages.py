@@ -61,3 +61,14 @@ def test_plan_outcomes_per_plan_shares():
     assert out["planner/uniform_plan_frac"] == pytest.approx(2 / 3)
     # one program per plan: every plan is uniform
     assert plan_outcomes(torch.tensor([1.0, 0.0]), 1)["planner/uniform_plan_frac"] == 1.0
+
+
+def test_pool_identical_gives_equal_texts_their_mean_within_a_group():
+    from corecode.training.team_grpo import pool_identical
+
+    rewards = torch.tensor([1.0, 0.0, 0.5, 0.2, 0.9, 0.1])
+    out = pool_identical(rewards, ["a", "a", "b", "a", "a", "c"], 3)  # groups: [a a b], [a a c]
+    assert out.tolist() == pytest.approx([0.5, 0.5, 0.5, 0.55, 0.55, 0.1])
+    # all copies of one plan: equal rewards, so GRPO gives them no advantage
+    adv, zero = group_advantages(pool_identical(torch.tensor([1.0, 0.0]), ["p", "p"], 2), 2)
+    assert adv.tolist() == [0.0, 0.0] and zero.all()

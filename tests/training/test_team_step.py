@@ -331,3 +331,29 @@ def test_ptx_data_errors_name_the_file_and_line(team_dir, sandbox, tmp_path):
     )
     with pytest.raises(FileNotFoundError, match="missing.jsonl"):
         TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox)
+
+
+def test_per_role_settings_and_pooled_plan_credit(team_dir, sandbox, tmp_path):
+    from corecode.training.grpo_config import RoleModelParams
+
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    roles = {"planner": RoleModelParams(learning_rate=1e-5, temperature=0.01, beta=0.05)}
+    p = one_step_params(tmp_path, num_plans=3, pool_identical_plans=True, roles=roles)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0)
+    try:
+        assert trainer.roles["planner"].optimizer.param_groups[0]["lr"] == 1e-5
+        assert trainer.roles["coder"].optimizer.param_groups[0]["lr"] == p.learning_rate
+        assert trainer.roles["planner"].ref_model is not None and trainer.roles["coder"].ref_model is None
+        per_role, metrics = trainer.rollout(trainer.batch_problems(0), {})
+        plans, planner_adv = per_role["planner"]
+        # the Planner samples at its own temperature (0.01: the same plan three times a problem), the Coder at the
+        # section's 1.2; pooled, the copies of a plan share one reward, so the Planner gets no advantage from the
+        # Coder's noise, while the Coder's groups still differ
+        for start in range(0, len(plans), 3):
+            assert len({s.completion.text for s in plans[start : start + 3]}) == 1
+        assert planner_adv.abs().max() == 0.0 and metrics["planner/zero_std_frac"] == 1.0
+        assert per_role["coder"][1].abs().max() > 0.0
+        stats = trainer.update("planner", plans, torch.ones(len(plans)))
+        assert stats["lr"] == 1e-5 and "kl" in stats
+    finally:
+        trainer.close()
