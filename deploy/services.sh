@@ -20,6 +20,7 @@ MLFLOW_PORT="${CORECODE_MLFLOW_PORT:-15000}"
 PREFECT_PORT="${CORECODE_PREFECT_PORT:-14200}"
 SSH_PORT="${CORECODE_SSH_PORT:-12222}"
 GPU_POOL_LIMIT="${CORECODE_GPU_POOL_LIMIT:-2}"   # flow runs at once in the gpu pool: the number of GPU workers
+LOST_AFTER="${CORECODE_LOST_WORKER_AFTER:-90}"   # seconds without a flow run heartbeat before it counts as Crashed
 PG_BIN="${CORECODE_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
 SSHD="${CORECODE_SSHD:-/usr/sbin/sshd}"
 DB_USER=corecode
@@ -124,7 +125,7 @@ start_mlflow() {
     --serve-artifacts --artifacts-destination "$STATE/mlflow-artifacts" \
     >>"$STATE/log/mlflow.log" 2>&1 </dev/null &
   echo $! >"$STATE/run/mlflow.pid"
-  wait_for mlflow 180 curl -sf "http://$HOST:$MLFLOW_PORT/health" -o /dev/null
+  wait_for mlflow 600 curl -sf "http://$HOST:$MLFLOW_PORT/health" -o /dev/null
 }
 
 start_prefect() {
@@ -135,10 +136,11 @@ start_prefect() {
       nohup "$BIN/prefect" server start --host "$HOST" --port "$PREFECT_PORT" \
       >>"$STATE/log/prefect.log" 2>&1 </dev/null &
     echo $! >"$STATE/run/prefect.pid"
-    wait_for prefect 180 curl -sf "http://$HOST:$PREFECT_PORT/api/health" -o /dev/null
+    wait_for prefect 600 curl -sf "http://$HOST:$PREFECT_PORT/api/health" -o /dev/null
   fi
   # pools, limits, the lost-worker automation and the results block: idempotent (deploy/prefect_setup.py)
-  (set -a && source "$ENV_FILE" && "$BIN/python" "$REPO/deploy/prefect_setup.py" --gpu-pool-limit "$GPU_POOL_LIMIT")
+  (set -a && source "$ENV_FILE" && "$BIN/python" "$REPO/deploy/prefect_setup.py" --gpu-pool-limit "$GPU_POOL_LIMIT" \
+    --lost-after "$LOST_AFTER")
 }
 
 write_env() {
