@@ -163,7 +163,9 @@ class TwoRoleGRPOParams(BaseModel):
     save_total_limit: int = Field(2, ge=1, description="Keep the newest N checkpoints.")
     resume: bool = Field(True, description="Continue from the newest checkpoint in checkpoint_dir if there is one.")
     eval_steps: int = Field(50, ge=0, description="Evaluate on the val subset every N steps (0: only at the end).")
-    eval_problems: int = Field(16, ge=0, description="Size of the val subset evaluated during training (0: skip).")
+    eval_problems: int = Field(
+        16, ge=0, description="Problems of the in-training evaluation, a seeded sample of val_problems (0: skip)."
+    )
 
     # Hardware
     bf16: bool = Field(

@@ -133,7 +133,10 @@ class _TwoRoleTrainer:
         self.seed = seed
         self.sandbox = sandbox
         self.train_problems = list(train_problems)
-        self.val_problems = list(val_problems)[: params.eval_problems]
+        # a seeded sample of the split, not its head: a split written in blocks (dev: its longer chains first) would
+        # show the in-training evaluation one kind of problem only
+        val = list(val_problems)
+        self.val_problems = random.Random(f"{seed}-eval").sample(val, min(len(val), params.eval_problems))
         if any(p.split == "test" for p in self.val_problems):
             raise ValueError(f"{params.val_problems}: in-training evaluation reads the dev split, never test problems")
         self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")

@@ -357,3 +357,15 @@ def test_per_role_settings_and_pooled_plan_credit(team_dir, sandbox, tmp_path):
         assert stats["lr"] == 1e-5 and "kl" in stats
     finally:
         trainer.close()
+
+
+def test_in_training_evaluation_reads_a_seeded_sample_of_the_split(team_dir, sandbox, tmp_path):
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    p = one_step_params(tmp_path, eval_problems=2)
+    picked = []
+    for seed in (0, 0, 1):
+        trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=seed, val_problems=PROBLEMS)
+        trainer.close()
+        picked.append([x.task_id for x in trainer.val_problems])
+    # not the split's head (tiny/0, tiny/1): a split written in blocks would show one kind of problem only
+    assert picked[0] == picked[1] == ["tiny/2", "tiny/1"] and picked[2] == ["tiny/1", "tiny/3"]
