@@ -152,10 +152,36 @@ def _repo(root: Path):
 
 
 def _remote(root: Path):
-    """(fsspec filesystem, base path) of the checkout's default DVC remote."""
+    """(fsspec filesystem, base path) of the checkout's default DVC remote: the filesystem DVC's wrapper holds (the
+    wrapper copies directories only one way)."""
     with _repo(root) as repo:
         remote = repo.cloud.get_remote()
-        return remote.fs, remote.path
+        return remote.fs.fs, remote.path
+
+
+def _put_tree(fs, local: Path, dst: str) -> None:
+    """Copy a file or directory to ``dst`` on the remote, file by file (the same on every fsspec filesystem)."""
+    if local.is_file():
+        fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
+        fs.put_file(str(local), dst)
+        return
+    for f in sorted(p for p in local.rglob("*") if p.is_file()):
+        target = f"{dst}/{f.relative_to(local).as_posix()}"
+        fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+        fs.put_file(str(f), target)
+
+
+def _get_tree(fs, src: str, local: Path) -> None:
+    """Copy a remote file or directory ``src`` to ``local``."""
+    if not fs.isdir(src):
+        local.parent.mkdir(parents=True, exist_ok=True)
+        fs.get_file(src, str(local))
+        return
+    base = src.rstrip("/")
+    for f in fs.find(base):
+        target = local / Path(f).relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fs.get_file(f, str(target))
 
 
 def _size(path: Path) -> int:
@@ -224,7 +250,7 @@ def pull_inputs(root: Path, inputs: list[dict[str, Any]]) -> dict[str, float]:
             src = f"{base}/{UNCACHED_PREFIX}/{i['md5']}"
             if not fs.exists(src):
                 raise StageError(i["stage"], f"{i['path']} ({i['md5']}) is not on the DVC remote", permanent=True)
-            fs.get(src, str(local), recursive=i["md5"].endswith(".dir"))
+            _get_tree(fs, src, local)
     return {"seconds": round(time.monotonic() - start, 2), "bytes": sum(_size(root / i["path"]) for i in inputs)}
 
 
@@ -243,7 +269,7 @@ def push_outputs(root: Path, stage: str, entry: dict[str, Any]) -> dict[str, flo
             if fs.exists(dst):
                 continue
             tmp = f"{dst}.partial-{os.getpid()}"
-            fs.put(str(root / o["path"]), tmp, recursive=o["md5"].endswith(".dir"))
+            _put_tree(fs, root / o["path"], tmp)
             fs.mv(tmp, dst, recursive=True)
     size = sum(int(o.get("size", 0)) for o in entry.get("outs", []))
     return {"seconds": round(time.monotonic() - start, 2), "bytes": size}
@@ -269,12 +295,12 @@ def push_checkpoint(checkpoint_root: str | Path, step_dir: str | Path) -> None:
     fs.makedirs(dst, exist_ok=True)
     marker = Path(checkpoint_root) / "fingerprint.txt"
     if marker.is_file():
-        fs.put(str(marker), f"{dst}/fingerprint.txt")
+        fs.put_file(str(marker), f"{dst}/fingerprint.txt")
     name = Path(step_dir).name
     tmp = f"{dst}/.partial-{name}"
     if fs.exists(tmp):
         fs.rm(tmp, recursive=True)
-    fs.put(str(step_dir), tmp, recursive=True)
+    _put_tree(fs, Path(step_dir), tmp)
     if fs.exists(f"{dst}/{name}"):
         fs.rm(f"{dst}/{name}", recursive=True)
     fs.mv(tmp, f"{dst}/{name}", recursive=True)
@@ -296,7 +322,7 @@ def restore_run_state(root: Path, prefix: str) -> list[str]:
             continue
         local = root / rel
         local.parent.mkdir(parents=True, exist_ok=True)
-        fs.get(f, str(local))
+        fs.get_file(f, str(local))
         restored.append(str(rel))
     return sorted({str(Path(r).parent) for r in restored if Path(r).parent.name.startswith("step-")})
 
