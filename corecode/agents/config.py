@@ -169,8 +169,12 @@ def _default_teams() -> dict[str, TeamSpec]:
             type="planner_coder", roles={"planner": _ckpt("ptx_planner"), "coder": _ckpt("ptx_coder")}
         ),
         "magrpo": TeamSpec(type="helper_main", roles={"helper": _ckpt("magrpo_helper"), "main": _ckpt("magrpo_main")}),
-        "retrieval": TeamSpec(type="retrieval", roles=grpo),
-        "debugging": TeamSpec(type="debugging", options={"inner": "planner_coder_grpo"}),
+        # the GRPO team with MapCoder's Retrieval agent (BM25 neighbours for the Planner) and Debugging agent (one
+        # repair round on the statement's examples): methods of the pipeline, compared with the team alone
+        "planner_coder_grpo_retrieval": TeamSpec(type="retrieval", roles=grpo),
+        "planner_coder_grpo_debug": TeamSpec(
+            type="debugging", options={"inner": "planner_coder_grpo", "max_rounds": 1}
+        ),
         "champion": TeamSpec(
             type="planner_coder",
             roles={

@@ -75,16 +75,26 @@ def for_rl(task_id: str, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def sft_rows(p: Problem, provenance: str) -> dict[str, dict]:
-    """The SFT rows one problem contributes, by dataset name (a problem lacking a plan gives no planner/coder row)."""
+def sft_rows(p: Problem, provenance: str, naive_frac: float = 0.0, seed: int = 0) -> dict[str, dict]:
+    """The SFT rows one problem contributes, by dataset name (a problem lacking a plan gives no planner/coder row).
+
+    A problem with a ``naive_solution`` shows it instead of the reference for a ``naive_frac`` share of such problems
+    (composite's efficiency family, ``data.composite.efficiency_sft_naive_frac``; picked by a hash of seed and task
+    id), with ``:naive-solution`` on the rows' provenance.
+    """
+    from corecode.data.efficiency import naive_share
+
+    code = p.reference_solution
+    if p.naive_solution and naive_share(p.task_id, naive_frac, seed):
+        code, provenance = p.naive_solution, f"{provenance}:naive-solution"
     meta = {"task_id": p.task_id, "source": p.source, "split": p.split, "provenance": provenance}
     out: dict[str, dict] = {}
     if p.plan:
         out["planner"] = {"prompt": planner_prompt(p), "completion": format_plan(p.plan), **meta}
-    if p.reference_solution:
+    if code:
         if p.plan:
-            out["coder"] = {"prompt": coder_prompt(p, p.plan), "completion": format_code(p.reference_solution), **meta}
-        out["single"] = {"prompt": coder_prompt(p, None), "completion": format_code(p.reference_solution), **meta}
+            out["coder"] = {"prompt": coder_prompt(p, p.plan), "completion": format_code(code), **meta}
+        out["single"] = {"prompt": coder_prompt(p, None), "completion": format_code(code), **meta}
     return out
 
 
@@ -222,7 +232,7 @@ def build_data(
     rows: dict[str, list[dict]] = {name: [] for name in SFT_SETS}
     for source, p, prov in track(items, description="SFT rows", disable=not progress or len(items) < 5000):
         limits = data.validation.limits(p.source) if source != "composite" else None
-        for name, row in sft_rows(p, prov).items():
+        for name, row in sft_rows(p, prov, data.composite.efficiency_sft_naive_frac, seed).items():
             if limits is None or _fits(row, limits):
                 rows[name].append(row)
             else:

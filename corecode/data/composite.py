@@ -103,7 +103,7 @@ def select_steps(names_or_kinds: list[str] | None) -> list[Step]:
     if not names_or_kinds:
         return list(STEPS)
     kinds = {s.kind for s in STEPS}
-    unknown = [n for n in names_or_kinds if n not in STEP_BY_NAME and n not in kinds]
+    unknown = [n for n in names_or_kinds if n not in STEP_BY_NAME and n not in kinds and n != "efficiency"]
     if unknown:
         raise ValueError(f"data.composite.steps: unknown step names/kinds {unknown}; known kinds: {sorted(kinds)}")
     wanted = set(names_or_kinds)
@@ -429,10 +429,16 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
         raise ValueError("data.composite: held-out-pair test problems need heldout_pair_frac > 0")
     from rich.progress import track
 
+    from corecode.data import efficiency
+
+    family = cfg.efficiency_frac if not cfg.steps or efficiency.TAG in cfg.steps else 0.0
+
     def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset(),
             avoid: set = frozenset()) -> list[tuple[Chain, Problem]]:
-        gen = _generate(split, n, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
-        return list(track(gen, total=n, description=f"composite {split}", disable=not progress))
+        n_family = round(family * n)  # the split's last problems: corecode/data/efficiency.py
+        gen = _generate(split, n - n_family, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
+        made = list(track(gen, total=n - n_family, description=f"composite {split}", disable=not progress))
+        return made + efficiency.generate(split, n_family, len(made), cfg, seed)
 
     val = run("val", cfg.n_val, set())
     train = run("train", cfg.n_train, {c.signature() for c, _ in val})

@@ -53,7 +53,9 @@ class CompositeParams(BaseModel):
         "adjacent pairs does (unseen combinations of seen steps; the rest: held-out pairs).",
     )
     steps: list[str] | None = Field(
-        None, description="Subset of the step library by step name or kind (e.g. [filter, map, sum]); null = all."
+        None,
+        description="Subset of the step library by step name or kind (e.g. [filter, map, sum], and `efficiency` for "
+        "the efficiency family); null = all.",
     )
     start_types: list[Literal["ints", "str"]] = Field(
         default_factory=lambda: ["ints", "str"], description="Input types problems may take (a list of ints, a string)."
@@ -69,6 +71,31 @@ class CompositeParams(BaseModel):
     n_tests: int = Field(8, ge=1, le=50, description="Tests per problem (edge cases included).")
     n_examples: int = Field(1, ge=0, le=3, description="Input/output examples shown in the docstring.")
     entry_point: str = Field("solve", description="Function name of every composite problem.")
+    efficiency_frac: float = Field(
+        0.1,
+        ge=0.0,
+        le=0.5,
+        description="Share of each split drawn from the efficiency family (corecode/data/efficiency.py: a naive "
+        "quadratic and an efficient linear solution, both recorded, tag `efficiency`), after the split's other "
+        "problems, on their own RNG stream; with `steps` set, only where it lists `efficiency`. 0 = none.",
+    )
+    efficiency_large_n: int = Field(
+        3000,
+        ge=10,
+        le=20000,
+        description="Length of the efficiency family's large test lists: the naive solution takes tens to hundreds "
+        "of milliseconds on them, the efficient one under one.",
+    )
+    efficiency_large_tests: int = Field(
+        2, ge=0, le=5, description="Large test lists per efficiency problem (none in the train split, never run)."
+    )
+    efficiency_sft_naive_frac: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Share of the efficiency family whose Coder and single SFT rows show the naive solution (by a "
+        "hash of the task id), as human-written training code often is; the rest show the efficient one.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> CompositeParams:

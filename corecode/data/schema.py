@@ -43,6 +43,8 @@ class Problem(BaseModel):
     check_code: str | None = None
     tests: list[TestCase] = Field(default_factory=list)
     reference_solution: str | None = None
+    # A correct but slower program beside the reference (composite's efficiency family: quadratic against linear).
+    naive_solution: str | None = None
     # Gold plan in the project's plan format, where a source has one (composite does).
     plan: str | None = None
     difficulty: str | None = None

@@ -4,6 +4,30 @@ scores one method. Defaults are the embedded default."""
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+class MethodEvaluation(BaseModel):
+    """What one method's evaluate stage scores, where it differs from the section's (cheaper agent stages)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmarks: list[str] | None = Field(
+        None, description="Benchmarks of this method (a subset of evaluate.benchmarks); null = all of them."
+    )
+    max_problems: int | None = Field(
+        None,
+        ge=1,
+        description="Score only the first N problems of each benchmark for this method; its paired comparisons "
+        "use the problems both sides scored. null = evaluate.max_problems.",
+    )
+
+
+def _per_method() -> dict[str, MethodEvaluation]:
+    # The agents wrap the GRPO team and cost more per problem (retrieved neighbours in the Planner's prompt, repair
+    # generations): 300 composite_test problems keep their stages within make run's budget; HumanEval, where every
+    # embedded method scores 0, is left out.
+    agents = MethodEvaluation(benchmarks=["composite_test"], max_problems=300)
+    return {"planner_coder_grpo_retrieval": agents, "planner_coder_grpo_debug": agents.model_copy()}
+
+
 class EvaluateParams(BaseModel):
     """Benchmarks, samples per problem and pass@k of every method's evaluation."""
 
@@ -41,6 +65,19 @@ class EvaluateParams(BaseModel):
         description="Samples per problem for the Coder-alone arm of the Collaboration Gain (None: the "
         "benchmark's n_samples); fewer make it cheaper and noisier, never biased.",
     )
+
+    per_method: dict[str, MethodEvaluation] = Field(
+        default_factory=_per_method,
+        description="Per-method overrides of benchmarks and max_problems (method name -> MethodEvaluation).",
+    )
+
+    def for_method(self, method: str) -> tuple[list[str], int | None]:
+        """(benchmarks, max_problems) of ``method``'s evaluate stage."""
+        own = self.per_method.get(method)
+        if own is None:
+            return list(self.benchmarks), self.max_problems
+        benchmarks = [b for b in self.benchmarks if own.benchmarks is None or b in own.benchmarks]
+        return benchmarks, own.max_problems or self.max_problems
 
     @field_validator("ks")
     @classmethod

@@ -138,9 +138,11 @@ def evaluate_samples(
     Results mirror ``samples`` (same keys, same order within a problem). The summary is ``aggregate.summarize``'s,
     plus ``pass_at_1_ci`` (percentile bootstrap over problems: ``n_resamples``, ``confidence``, ``seed``) and
     ``reference``. With ``with_reference``, each attempted problem's reference solution runs once too, and efficiency
-    is also given relative to it (a failing reference is listed under ``reference`` and not used as a yardstick).
+    is also given relative to it (a failing reference is listed under ``reference`` and not used as a yardstick),
+    per problem under ``runtime`` (``corecode.evaluation.runtime.per_problem``: timings, not reproducible).
     """
     from corecode.evaluation.aggregate import pass_at_1_by_problem, summarize
+    from corecode.evaluation.runtime import per_problem as runtime_per_problem
     from corecode.evaluation.stats import bootstrap_ci
 
     by_id = {p.task_id: p for p in problems}
@@ -171,6 +173,8 @@ def evaluate_samples(
         "n_failed": sum(not r.passed for r in references.values()),
         "failed_task_ids": sorted(t for t, r in references.items() if not r.passed),
     }
+    if with_reference:  # timings: per problem, relative to the reference (corecode.evaluation.runtime)
+        summary["runtime"] = runtime_per_problem(problems, results, references)
     return results, summary
 
 

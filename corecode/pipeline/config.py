@@ -21,6 +21,8 @@ class ReportParams(BaseModel):
             ("planner_coder_grpo", "single_grpo"),
             ("planner_coder_grpo", "magrpo"),
             ("planner_coder_ptx", "planner_coder_sft"),
+            ("planner_coder_grpo_retrieval", "planner_coder_grpo"),
+            ("planner_coder_grpo_debug", "planner_coder_grpo"),
             ("planner_coder_sft", "single_sft"),
             ("single_grpo", "single_sft"),
         ],

@@ -8,7 +8,10 @@ Writes, under ``data/reports/eval/<method>/``:
   Planner -> Coder teams, the Collaboration Gain (the Coder's pass rate with the Planner's plan minus without a plan,
   same problems);
 - ``efficiency.json``: runtime and peak memory of passing code (absolute and relative to the reference). Timings
-  vary from run to run, so they are kept out of ``summary.json``, whose numbers are reproducible bit for bit.
+  vary from run to run, so they are kept out of ``summary.json``, whose numbers are reproducible bit for bit;
+- ``runtime.json``: per benchmark, per problem with a passing program, its runtime and peak memory relative to the
+  reference solution (``corecode.evaluation.runtime``), for the per-method medians and paired comparisons in
+  ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -90,10 +93,13 @@ def _solve_and_score(team, problems, n, sandbox, ks, with_reference):
 
 
 def collaboration_gain_team(method: str, params: Params):
-    """For a Planner -> Coder team: the same Coder model prompted without a plan (a ``single`` team)."""
+    """For a Planner -> Coder team (a debugging agent around one included): the same Coder model prompted without a
+    plan (a ``single`` team)."""
     from corecode.agents.config import TeamSpec
 
     spec = params.agents.teams[method]
+    if spec.type == "debugging":
+        spec = params.agents.teams[spec.parsed_options().inner]
     if spec.type not in ("planner_coder", "retrieval"):
         return None
     name = f"_{method}_coder_alone"
@@ -120,13 +126,16 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
 
     summary: dict[str, Any] = {"method": method, "team": params.agents.teams[method].type, "benchmarks": {}}
     efficiency: dict[str, Any] = {}
+    runtime: dict[str, Any] = {}
     with Sandbox(params.sandbox) as sandbox:
-        for bench in ev.benchmarks:
+        benchmarks, max_problems = ev.for_method(method)
+        for bench in benchmarks:
             problems = get_benchmark(bench, params.data, params.seed)
-            if ev.max_problems:
-                problems = problems[: ev.max_problems]
+            if max_problems:
+                problems = problems[:max_problems]
             n = ev.n_samples_per_benchmark.get(bench, ev.n_samples)
             attempts, results, bench_summary = _solve_and_score(team, problems, n, sandbox, ev.ks, ev.with_reference)
+            runtime[bench] = bench_summary.pop("runtime", {})
             write_jsonl_atomic(out_dir / f"{bench}.jsonl", _per_problem_rows(problems, attempts, results))
             det, eff = _split_efficiency(bench_summary)
             det["efficiency"] = cost = generation_cost(attempts)
@@ -145,4 +154,5 @@ def evaluate_method(method: str, params: Params, out_root: Path = EVAL_DIR) -> d
             efficiency[bench] = eff
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     (out_dir / "efficiency.json").write_text(json.dumps(efficiency, indent=2, sort_keys=True) + "\n")
+    (out_dir / "runtime.json").write_text(json.dumps(runtime, indent=2, sort_keys=True) + "\n")
     return summary

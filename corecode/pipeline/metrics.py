@@ -1,11 +1,13 @@
 """Collect every method's evaluation into ``data/reports/metrics.json`` with paired bootstrap comparisons.
 
 ``metrics.json`` is the file the report and the promotion gate read:
-``{"methods": {method: {benchmark: {pass_at_1, pass_at_k, failures, test_pass_rate, ...}}},
-"comparisons": [{a, b, benchmark, delta, p_value, ci_low, ci_high}]}``, identical bit for bit when the pipeline is
-re-run with the same params (generation cost in tokens and model calls included, under each result's ``efficiency``);
-runtime and peak memory of passing code (absolute and relative to the reference) go to
-``efficiency.json`` beside it, since timings vary from run to run.
+``{"methods": {method: {benchmark: {pass_at_1, pass_at_k, failures, test_pass_rate, runtime, ...}}},
+"comparisons": [{a, b, benchmark, delta, p_value, ci_low, ci_high}], "runtime_comparisons": [...]}``, identical bit
+for bit when the pipeline is re-run with the same params (generation cost in tokens and model calls included, under
+each result's ``efficiency``), except the timings: each result's ``runtime`` (passing programs' median runtime and
+peak memory relative to the reference solution, over all problems and over composite's efficiency family) and
+``runtime_comparisons`` (the same pairs, on the problems both pass; :func:`add_runtime`). Absolute runtimes and
+memory of passing code go to ``efficiency.json`` beside it.
 
 What DVC shows is written beside them in the shapes its commands need. ``scores/`` holds the headline numbers, one
 small file per row of the one table ``dvc metrics show`` prints (:func:`write_scores`): pass@1 of each method, delta
@@ -84,9 +86,14 @@ def collect_metrics(
                     f"report.comparisons names {name!r}, which has no evaluation under {', '.join(map(str, roots))}"
                 )
         for bench in params.evaluate.benchmarks:
+            if not all((dirs[m] / f"{bench}.jsonl").exists() for m in (a, b)):
+                continue  # a method evaluated on fewer benchmarks (evaluate.per_method)
+            scores_a = per_problem_scores(a, bench, dirs[a].parent)
+            scores_b = per_problem_scores(b, bench, dirs[b].parent)
+            shared = scores_a.keys() & scores_b.keys()  # a method scored on the first N problems only
             res = paired_bootstrap(
-                per_problem_scores(a, bench, dirs[a].parent),
-                per_problem_scores(b, bench, dirs[b].parent),
+                {t: scores_a[t] for t in shared},
+                {t: scores_b[t] for t in shared},
                 n_resamples=report.n_resamples,
                 seed=params.seed,
                 alternative=report.alternative,
@@ -107,6 +114,7 @@ def collect_metrics(
             )
     # seed: every method is one training run of the pipeline's seed (each result's pass_at_1_ci is over problems)
     metrics = {"methods": methods, "comparisons": rows, "seed": params.seed}
+    metrics["runtime_comparisons"] = add_runtime(metrics, dirs, params, comparisons)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     # Runtime and memory of passing code vary from run to run: a file of their own keeps metrics.json reproducible.
@@ -115,6 +123,39 @@ def collect_metrics(
     write_plot_tables(metrics, out.parent / "plots")
     write_scores(metrics, out.parent / "scores")
     return metrics
+
+
+def add_runtime(
+    metrics: dict, dirs: dict[str, Path], params: Params, comparisons: Sequence[tuple[str, str]] | None = None
+) -> list[dict]:
+    """Runtime and peak memory of passing programs relative to the reference (each method's ``runtime.json``,
+    corecode.evaluation.runtime): a ``runtime`` summary beside each method's pass@1, and the paired comparisons of
+    ``report.comparisons`` on the problems both methods pass (returned). Timings: not reproducible bit for bit."""
+    from corecode.evaluation import runtime
+
+    report = params.report
+    files = {m: d / "runtime.json" for m, d in dirs.items()}
+    per_problem = {m: json.loads(f.read_text()) for m, f in files.items() if f.exists()}
+    for m, per_bench in per_problem.items():
+        for bench, rows in per_bench.items():
+            if bench in metrics["methods"][m]:
+                metrics["methods"][m][bench]["runtime"] = runtime.summarize(rows)
+    out = []
+    for a, b in report.comparisons if comparisons is None else comparisons:
+        for bench in sorted(per_problem.get(a, {}).keys() & per_problem.get(b, {}).keys()):
+            row = {"a": a, "b": b, "benchmark": bench}
+            for key in ("runtime_ratio", "memory_ratio"):
+                row[key] = runtime.compare(
+                    per_problem[a][bench],
+                    per_problem[b][bench],
+                    key,
+                    n_resamples=report.n_resamples,
+                    seed=params.seed,
+                    alternative=report.alternative,
+                    confidence=report.confidence,
+                )
+            out.append(row)
+    return out
 
 
 def write_scores(metrics: dict, scores_dir: Path) -> list[Path]:

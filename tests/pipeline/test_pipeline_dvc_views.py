@@ -23,6 +23,8 @@ METHODS = {  # pass@1 on composite_test
     "planner_coder_grpo": 0.36,
     "planner_coder_ptx": 0.33,
     "magrpo": 0.08,
+    "planner_coder_grpo_retrieval": 0.37,
+    "planner_coder_grpo_debug": 0.38,
 }
 
 

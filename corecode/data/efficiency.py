@@ -1,0 +1,290 @@
+"""The efficiency family of ``composite``: problems with an efficient and a naive solution that differ measurably.
+
+A problem of the family is up to two length-preserving steps from the step library (maps: ``Add 3 to each
+number.``) followed by one *heavy* step whose obvious implementation is quadratic and whose better one is linear:
+counting distinct numbers (``x not in nums[:i]`` against a set), numbers that occur once (``nums.count(x)`` against a
+dict of counts), numbers whose shifted value is in the list (list against set membership), whether a number repeats,
+and pairs with a given sum (a double loop against a dict). Each problem records both programs: ``reference_solution``
+(linear, the yardstick of the runtime and memory reward terms and of relative runtime in evaluation) and
+``naive_solution`` (quadratic). Beside the composite tests (edge cases, small random lists) it has ``large_tests``
+lists of ``large_n`` numbers, on which the naive program takes tens to hundreds of milliseconds and the efficient one
+well under one (figures in the docstring of tests/data/test_data_efficiency.py), inside the sandbox's 3 s per test.
+The naive pair count also keeps a list of every pair's test, megabytes where the efficient one keeps a dict.
+
+SFT rows show the naive program for a share of the family (``efficiency_sft_naive_frac``, by a hash of the task id):
+human-written training code is not always the efficient kind, and a Coder that learnt both forms is where the
+runtime and memory reward terms can act. Plans do not name the algorithm, so the choice is the Coder's.
+
+Written by hand because the point is this exact plan/naive/efficient triple with tests sized to the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+from corecode.data.composite import Chain, ChainItem, render_plan, render_prompt, render_statement, run_gold
+from corecode.data.config import CompositeParams
+from corecode.data.schema import Problem, TestCase
+from corecode.data.steps import STEP_BY_NAME, TYPES, Step
+
+TAG = "efficiency"
+# Length-preserving steps that may come first (a filter would shrink the large inputs; a modulo would leave so few
+# distinct values that the naive membership tests end early).
+PRE_STEPS = ("map_mul", "map_add", "map_square", "map_abs", "map_clip")
+# Steps that keep distinct numbers distinct: the only ones before "repeats", whose large test has no repeat.
+INJECTIVE_PRE = ("map_mul", "map_add")
+
+
+@dataclass(frozen=True)
+class Heavy:
+    """A heavy step: its ``Step`` (plan, phrasings, types; ``code`` is unused) and its two bodies.
+
+    ``efficient`` and ``naive`` are function-body lines over ``{v}`` (the current variable) and ``{k}``; the last
+    line is the returned expression. ``distinct_large``: the large tests hold distinct numbers (a repeat would end
+    the naive search early), one of them with a repeat at its very end.
+    """
+
+    step: Step
+    efficient: tuple[str, ...]
+    naive: tuple[str, ...]
+    distinct_large: bool = False
+
+
+def _heavy(name, out_t, plan, verbs, nps, efficient, naive, consts=(), distinct_large=False) -> Heavy:
+    step = Step(name, "efficiency", "ints", out_t, plan, "", tuple(verbs), tuple(nps), tuple(consts))
+    return Heavy(step, tuple(efficient), tuple(naive), distinct_large)
+
+
+HEAVY: list[Heavy] = [
+    _heavy(
+        "distinct_count",
+        "int",
+        "Count the distinct numbers.",
+        [
+            "count the distinct numbers",
+            "count how many different values there are",
+            "find how many distinct values occur",
+        ],
+        [
+            "the number of distinct values in {x}",
+            "how many different numbers {x} holds",
+            "the count of distinct values of {x}",
+        ],
+        ["len(set({v}))"],
+        ["len([x for i, x in enumerate({v}) if x not in {v}[:i]])"],
+    ),
+    _heavy(
+        "once_count",
+        "int",
+        "Count the numbers that occur exactly once.",
+        [
+            "count the numbers that occur exactly once",
+            "count the values that appear only once",
+            "find how many values are not repeated",
+        ],
+        [
+            "the number of values occurring once in {x}",
+            "how many numbers appear only once in {x}",
+            "the count of unrepeated values of {x}",
+        ],
+        [
+            "counts = {{}}",
+            "for x in {v}:",
+            "    counts[x] = counts.get(x, 0) + 1",
+            "sum(1 for c in counts.values() if c == 1)",
+        ],
+        ["sum(1 for x in {v} if {v}.count(x) == 1)"],
+    ),
+    _heavy(
+        "shift_member",
+        "int",
+        "Count the numbers x for which x + {k} is also in the list.",
+        [
+            "count the numbers x for which x + {k} also occurs",
+            "count how many values have their value plus {k} present too",
+            "find how many x have x + {k} in the list as well",
+        ],
+        [
+            "the number of values x of {x} with x + {k} also in it",
+            "how many x in {x} have x + {k} there too",
+            "the count of values of {x} whose shift by {k} is present",
+        ],
+        ["present = set({v})", "sum(1 for x in {v} if x + {k} in present)"],
+        ["sum(1 for x in {v} if x + {k} in {v})"],
+        consts=(1, 2, 3, 4, 5, 7, 10),
+    ),
+    _heavy(
+        "has_repeat",
+        "bool",
+        "Return whether some number occurs more than once.",
+        ["report whether some number occurs twice", "check if any value repeats", "say whether a value appears again"],
+        [
+            "whether some value of {x} repeats",
+            "True if a number occurs twice in {x} (else False)",
+            "if any value of {x} appears more than once",
+        ],
+        ["len(set({v})) < len({v})"],
+        ["any(x in {v}[i + 1:] for i, x in enumerate({v}))"],
+        distinct_large=True,
+    ),
+    _heavy(
+        "pair_sum_count",
+        "int",
+        "Count the pairs of positions i < j whose numbers add up to {k}.",
+        [
+            "count the pairs of positions whose numbers add up to {k}",
+            "count the index pairs i < j summing to {k}",
+            "find how many pairs of entries have sum {k}",
+        ],
+        [
+            "the number of pairs in {x} adding up to {k}",
+            "how many index pairs of {x} sum to {k}",
+            "the count of pairs with sum {k} in {x}",
+        ],
+        [
+            "seen = {{}}",
+            "pairs = 0",
+            "for x in {v}:",
+            "    pairs += seen.get({k} - x, 0)",
+            "    seen[x] = seen.get(x, 0) + 1",
+            "pairs",
+        ],
+        ["sum([{v}[i] + {v}[j] == {k} for i in range(len({v})) for j in range(i + 1, len({v}))])"],
+        consts=(-4, -2, 0, 1, 2, 3, 4, 6),
+    ),
+]
+HEAVY_BY_NAME = {h.step.name: h for h in HEAVY}
+
+
+def _fill(line: str, var: str, const: object) -> str:
+    line = line.replace("{v}", var)
+    if const is not None:
+        line = line.replace("{k}", repr(const))
+    return line.replace("{{", "{").replace("}}", "}")
+
+
+def render_code(chain: Chain, entry_point: str, naive: bool = False) -> str:
+    """The function for a chain of (pre step,) heavy step: the heavy step's efficient or naive body."""
+    arg, arg_ann = TYPES[chain.start_type]
+    body: list[str] = []
+    var = arg
+    *pre, last = chain.items
+    for item in pre:
+        expr = item.step.code.replace("{v}", var)
+        expr = expr.replace("{k}", repr(item.const)) if item.const is not None else expr
+        var = TYPES[item.step.out_type][0]
+        body.append(f"{var} = {expr}")
+    heavy = HEAVY_BY_NAME[last.step.name]
+    lines = [_fill(line, var, last.const) for line in (heavy.naive if naive else heavy.efficient)]
+    body += lines[:-1] + [f"return {lines[-1]}"]
+    header = f"def {entry_point}({arg}: {arg_ann}) -> {TYPES[chain.out_type][1]}:"
+    return "\n".join([header] + ["    " + b for b in body]) + "\n"
+
+
+def sample_chain(rng: random.Random) -> Chain:
+    """A heavy step with its constant, after zero, one or two distinct pre steps (probabilities 0.3, 0.4, 0.3)."""
+    heavy = rng.choice(HEAVY)
+    names = rng.sample(INJECTIVE_PRE if heavy.distinct_large else PRE_STEPS, rng.choices((0, 1, 2), (3, 4, 3))[0])
+    items = [ChainItem(STEP_BY_NAME[name], rng.choice(STEP_BY_NAME[name].consts or (None,))) for name in names]
+    items.append(ChainItem(heavy.step, rng.choice(heavy.step.consts) if heavy.step.consts else None))
+    return Chain(tuple(items))
+
+
+def small_inputs(rng: random.Random, n: int) -> list[list]:
+    """Edge cases (empty, one number, a repeat) and short random lists with repeats."""
+    out = [[], [rng.randint(-5, 9)], [2, 2, 5, -1, 2]]
+    while len(out) < n:
+        out.append([rng.randint(-4, 8) for _ in range(rng.randint(3, 9))])
+    return [[x] for x in out[:n]]
+
+
+def large_inputs(rng: random.Random, heavy: Heavy, n: int, count: int) -> list[list]:
+    """``count`` lists of ``n`` numbers: with repeats (values in [-n, n]), or for ``distinct_large`` distinct ones,
+    the second ending in a repeat of its last-but-one number (both naive searches run to the end)."""
+    out = []
+    for i in range(count):
+        if heavy.distinct_large:
+            values = rng.sample(range(-3 * n, 3 * n), n)
+            if i % 2:
+                values[-1] = values[-2]
+        else:
+            values = [rng.randint(-n, n) for _ in range(n)]
+        out.append([values])
+    return out
+
+
+def naive_share(task_id: str, frac: float, seed: int) -> bool:
+    """Whether a family problem's SFT rows show the naive program: a hash of seed and task id below ``frac``."""
+    digest = hashlib.sha256(f"{seed}:naive:{task_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < frac
+
+
+def make_problem(chain: Chain, rng: random.Random, cfg: CompositeParams, task_id: str, split: str) -> Problem | None:
+    """One family problem (None when its small tests have too few distinct outputs, as in composite). The large
+    tests are left out of the train split: its programs are never run."""
+    code = render_code(chain, cfg.entry_point)
+    naive = render_code(chain, cfg.entry_point, naive=True)
+    small = small_inputs(rng, cfg.n_tests)
+    outputs = run_gold(code, cfg.entry_point, small)
+    need = 2 if chain.out_type == "bool" else 3  # distinct outputs, so that a constant answer cannot pass
+    if len({repr(o) for o in outputs}) < need or run_gold(naive, cfg.entry_point, small) != outputs:
+        return None
+    heavy = HEAVY_BY_NAME[chain.items[-1].step.name]
+    large = large_inputs(rng, heavy, cfg.efficiency_large_n, cfg.efficiency_large_tests) if split != "train" else []
+    inputs = small + large
+    outputs += run_gold(code, cfg.entry_point, large)
+    candidates = sorted((i for i, a in enumerate(small) if len(a[0]) > 2), key=lambda i: len(repr(small[i])))
+    examples = [(small[i], outputs[i]) for i in candidates[: cfg.n_examples]]
+    statement = render_statement(chain, rng.choice(cfg.styles), rng, cfg.phrasing_variety)
+    return Problem(
+        task_id=task_id,
+        source="composite",
+        split=split,
+        prompt=render_prompt(chain, statement, examples, cfg.entry_point),
+        io_mode="function",
+        entry_point=cfg.entry_point,
+        tests=[TestCase(input=repr(a), output=repr(o)) for a, o in zip(inputs, outputs)],
+        reference_solution=code,
+        naive_solution=naive,
+        plan=render_plan(chain),
+        difficulty=str(len(chain.items)),
+        tags=[i.step.kind for i in chain.items if i.step.kind != TAG] + [TAG],
+    )
+
+
+# Each chain belongs to one split, by a hash of its signature (twentieths of the space): no problem is in two splits,
+# and no split's problems depend on another's size (test does not move when n_train changes).
+_SPLIT_BUCKETS = {"val": range(0, 1), "test": range(1, 3), "dev": range(3, 5), "rl": range(5, 7), "train": range(7, 20)}
+
+
+def _split_of(chain: Chain, seed: int) -> str:
+    digest = hashlib.sha256(f"{seed}:{TAG}:{chain.signature()}".encode()).digest()
+    bucket = int.from_bytes(digest[:8], "big") % 20
+    return next(split for split, buckets in _SPLIT_BUCKETS.items() if bucket in buckets)
+
+
+def generate(split: str, n: int, start: int, cfg: CompositeParams, seed: int) -> list[tuple[Chain, Problem]]:
+    """``n`` family problems of ``split`` with their chains, on their own RNG stream, task ids from ``start``; only
+    chains of the split's share of the family's space (``_split_of``)."""
+    rng = random.Random(f"{seed}:composite:{split}:{TAG}")
+    out: list[tuple[Chain, Problem]] = []
+    seen: set[tuple] = set()
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > 500 * n + 1000:
+            raise RuntimeError(
+                f"composite/{split}: only {len(out)}/{n} distinct efficiency problems after {attempts} attempts; "
+                "lower data.composite.efficiency_frac"
+            )
+        chain = sample_chain(rng)
+        if chain.signature() in seen or _split_of(chain, seed) != split:
+            continue
+        prob = make_problem(chain, rng, cfg, f"composite/{split}/{start + len(out)}", split)
+        if prob is None:
+            continue
+        seen.add(chain.signature())
+        out.append((chain, prob))
+    return out
