@@ -16,7 +16,7 @@ from corecode.data.io import read_jsonl, read_problems, write_jsonl
 PARAMS = {
     "seed": 7,
     "data": {
-        "composite": {"n_train": 80, "n_val": 12, "n_test": 20, "n_rl": 16},
+        "composite": {"n_train": 80, "n_val": 12, "n_test": 20, "n_dev": 10, "n_rl": 16},
         "validation": {"max_prompt_chars": 1500},
     },
 }
@@ -78,13 +78,13 @@ def test_validate_passes_on_built_data(built):
     res = CliRunner().invoke(app, ["validate-data", "--params", str(root / "params.yaml"), "--processed-dir",
                                    str(root / "processed"), "--reports-dir", str(root / "reports")])
     assert res.exit_code == 0, res.output
-    assert res.output.count("PASS") == 7  # planner, coder, single and the four composite splits
+    assert res.output.count("PASS") == 8  # planner, coder, single and the five composite splits (dev included)
     summary = json.loads((root / "reports" / "gx" / "summary.json").read_text())
     assert all(s["success"] for s in summary)
     gx = json.loads((root / "reports" / "gx" / "coder.json").read_text())
     assert gx["success"] is True and len(gx["results"]) >= 10
     docs = root / "reports" / "gx_docs"  # apart from gx/, whose bytes the pipeline's next stage depends on
-    assert (docs / "index.html").exists() and len(list(docs.glob("validations/**/*.html"))) == 7
+    assert (docs / "index.html").exists() and len(list(docs.glob("validations/**/*.html"))) == 8
 
 
 def test_validate_fails_on_corrupted_copy(built, tmp_path):
