@@ -1,7 +1,10 @@
 """The ``corecode`` command line: a thin layer over the library.
 
-Each package contributes its commands through a ``register(app)`` function in its own ``cli.py``; heavy imports
-(torch, transformers, mlflow) happen inside the commands so that ``corecode --help`` stays fast.
+Each package contributes its commands through a ``register(app)`` function in its own ``cli.py``; ``COMMANDS`` below
+names every command and the module that defines it, and a module is imported only when one of its commands runs (or
+for ``corecode --help``, which lists them all with their help). So ``corecode eval-samples`` imports the sandbox and
+evaluation code alone, not the training stack's command modules; heavy imports (torch, transformers, mlflow) happen
+inside the commands themselves.
 """
 
 from __future__ import annotations
@@ -10,14 +13,54 @@ import importlib
 
 import click
 import typer
+import typer.main
 from typer.core import TyperGroup
 
 from corecode.cli_common import STATE, report_error
 
+# Command -> the module whose register(app) defines it, in the order `corecode --help` lists them. One line per
+# command; tests/test_cli.py checks it against what the modules register.
+COMMANDS = {
+    "solve": "corecode.agents.cli",
+    "build-data": "corecode.data.cli",
+    "validate-data": "corecode.data.cli",
+    "eval-samples": "corecode.evaluation.cli",
+    "serve": "corecode.generation.cli",
+    "init-model": "corecode.models.cli",
+    "profile": "corecode.models.cli",
+    "check-params": "corecode.pipeline.cli",
+    "evaluate": "corecode.pipeline.cli",
+    "metrics": "corecode.pipeline.cli",
+    "sandbox-selftest": "corecode.sandbox.cli",
+    "report": "corecode.tracking.cli",
+    "promote": "corecode.tracking.cli",
+    "sft": "corecode.training.cli",
+    "grpo-single": "corecode.training.cli",
+    "grpo-team": "corecode.training.cli",
+    "grpo-magrpo": "corecode.training.cli",
+}
+
+
+def module_commands(module: str) -> dict[str, click.Command]:
+    """The click commands that ``module``'s ``register(app)`` defines, by name."""
+    sub = typer.Typer()
+    importlib.import_module(module).register(sub)
+    return dict(typer.main.get_group(sub).commands)
+
 
 class _Commands(TyperGroup):
-    """The root command: an exception a command raises ends it with a short ``error:`` line
+    """The root command: lists every command of ``COMMANDS`` and imports a command's module when it is asked for
+    (click's lazy-loading group); an exception a command raises ends it with a short ``error:`` line
     (corecode.cli_common.report_error), or, under ``--debug``, with its traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            for name, command in module_commands(COMMANDS[cmd_name]).items():
+                self.commands.setdefault(name, command)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -53,23 +96,6 @@ def main(
 ) -> None:
     """corecode: train LLM teams (Planner -> Coder) to write code."""
     STATE.update(debug=debug, pipeline_outputs=pipeline_outputs)
-
-
-# One line per package that has commands. Keep sorted.
-COMMAND_MODULES = [
-    "corecode.agents.cli",
-    "corecode.data.cli",
-    "corecode.evaluation.cli",
-    "corecode.generation.cli",
-    "corecode.models.cli",
-    "corecode.pipeline.cli",
-    "corecode.sandbox.cli",
-    "corecode.tracking.cli",
-    "corecode.training.cli",
-]
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
 
 
 @app.command("version")
