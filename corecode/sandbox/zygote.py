@@ -242,6 +242,13 @@ def set_limits(lim, with_static):
     _apply(per_sample + (static_limits(lim) if with_static else ()))
 
 
+def reseed_random(program):
+    """What random's own after-fork hook does (serve leaves it out), for programs that name the module: the zygote's
+    generator is seeded once, so without it every sample of a worker would draw the same numbers."""
+    if "random" in program and "random" in sys.modules:
+        sys.modules["random"].seed()
+
+
 def harness(req, out):
     """Run the candidate on every input; send one record per test over ``out``."""
     sid, lim = req["sid"], req["limits"]
@@ -256,6 +263,7 @@ def harness(req, out):
         os.setsid()  # isolation=none: a process group to find the sample's processes by
     set_limits(lim, not STATE["static_ok"])
     _signal.signal(_signal.SIGALRM, _on_alarm)
+    reseed_random(req["program"])
 
     def send(obj):
         obj["sid"] = sid
@@ -355,6 +363,7 @@ def run_stdio(req, code, send, out, devnull):
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
+            reseed_random(req["program"])  # each test its own draws, as when each was a fresh process
             os.close(r)
             os.close(er)
             os.close(out)
@@ -447,11 +456,19 @@ def serve():
         except Exception:
             pass
     os.makedirs(SCRATCH, exist_ok=True)
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except ImportError:
-            pass
+    # random registers a reseed of its generator in every forked child (os.register_at_fork): a getrandom and about 35
+    # page faults a sample, most of which never draw a random number. The harness reseeds where the program names
+    # the module (reseed_random), so a sample that uses it starts from fresh entropy as its own hook would leave it.
+    register_at_fork = os.register_at_fork
+    os.register_at_fork = lambda **hooks: None
+    try:
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+    finally:
+        os.register_at_fork = register_at_fork
     import gc
 
     gc.freeze()  # keep the zygote's objects out of the children's collections (and their pages shared)

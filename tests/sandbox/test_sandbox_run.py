@@ -194,6 +194,26 @@ def test_function_tests_with_and_without_outputs(sandbox):
     assert not r.passed
 
 
+def test_programs_that_use_random_draw_fresh_numbers(sandbox):
+    """The zygote leaves random's after-fork reseed out (it cost every sample); a program that names the module is
+    reseeded, so separate samples, and the separate tests of a stdio program, draw different numbers."""
+    draw = Problem(
+        task_id="t/random", source="test", prompt="", entry_point="draw", tests=[TestCase(input="[]", output="-1.0")]
+    )
+    program = "import random\n\ndef draw():\n    return random.random()\n"
+    details = {sandbox.run(draw, program, reveal_expected=True).tests[0].detail for _ in range(6)}
+    assert len(details) == 6, details
+    printed = Problem(
+        task_id="t/random-io",
+        source="test",
+        prompt="",
+        io_mode="stdio",
+        tests=[TestCase(input="", output="x"), TestCase(input="", output="x")],
+    )
+    r = sandbox.run(printed, "import random\nprint(random.random())\n", reveal_expected=True)
+    assert r.tests[0].detail != r.tests[1].detail, r.tests
+
+
 def test_float_tolerance_function(sandbox):
     p = Problem(
         task_id="t/float",
