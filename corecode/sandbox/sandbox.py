@@ -8,14 +8,15 @@ host parses them as literals and decides every verdict here, outside the sandbox
 from __future__ import annotations
 
 import ast
-import asyncio
 import atexit
+import itertools
 import operator
 import queue
 import signal
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from corecode.data.schema import Problem
 from corecode.sandbox.config import SandboxParams
@@ -34,6 +35,9 @@ from corecode.sandbox.prepare import PrepareCache, PreparedProblem, materialise,
 from corecode.sandbox.types import SampleResult, TestOutcome, Verdict
 from corecode.sandbox.worker import DEPTH, Execution, Worker
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 class Sandbox:
     """Pool of sandboxed workers. Use as a context manager; workers start on first use and stop on ``close``."""
@@ -45,7 +49,7 @@ class Sandbox:
         self._by_identity: dict[int, tuple[Problem, PreparedProblem]] = {}
         self._derived: dict[int, _Derived] = {}  # id(prepared problem) -> what grading derives from it once
         self._workers: queue.Queue[Worker] = queue.Queue()
-        self._judges: queue.Queue[JudgeClient] = queue.Queue()
+        self._judges = _Judges()
         self._all_workers: list[Worker] = []
         self._all_judges: list[JudgeClient] = []
         self._started = False
@@ -116,7 +120,7 @@ class Sandbox:
                     self._workers.put(w)
             atexit.register(self.close)  # a pool left open still releases its jails, judges and cgroups
             for j in judges:
-                self._judges.put(j)
+                self._judges.add(j)
                 self._all_judges.append(j)
             self._executor = ThreadPoolExecutor(self.callers, thread_name_prefix="sandbox")
             self._preparer = ThreadPoolExecutor(self.params.workers, thread_name_prefix="sandbox-prepare")
@@ -140,15 +144,15 @@ class Sandbox:
             for j in self._all_judges:
                 j.close()
             self._all_workers, self._all_judges = [], []
-            self._workers, self._judges = queue.Queue(), queue.Queue()
+            self._workers, self._judges = queue.Queue(), _Judges()
             self._started = False
 
     def _judge(self, request: dict) -> dict:
-        j = self._judges.get()
+        j = self._judges.take()
         try:
             return j.call(request)
         finally:
-            self._judges.put(j)
+            self._judges.give_back(j)
 
     # ---------------------------------------------------------------------------------------------------- prepare
     def prepare(self, problem: Problem) -> PreparedProblem:
@@ -157,25 +161,41 @@ class Sandbox:
         Cached by content hash (memory + ``cache_dir``) and, for speed, by object identity: do not mutate a
         ``Problem`` after it has been run; make a copy (``model_copy``) instead.
         """
+        return self._prepare(problem, background=False)
+
+    def _prepare(self, problem: Problem, background: bool) -> PreparedProblem:
         hit = self._by_identity.get(id(problem))
         if hit is not None and hit[0] is problem:  # the same object again (batches, GRPO groups): skip hashing
             return hit[1]
         key = problem_key(problem, self.params.seed)
         prep = self._cache.get(key)
         if prep is None:
+            prep = self._record(problem, key, background)
+        if len(self._by_identity) > 100_000:
+            self._by_identity.clear()
+        self._by_identity[id(problem)] = (problem, prep)
+        return prep
+
+    def _record(self, problem: Problem, key: str, background: bool) -> PreparedProblem:
+        """Record ``problem``'s tests in a judge (once: callers that want the same problem meanwhile wait for it).
+        A background recording (``prepare_ahead``) waits for a judge no sample is waiting for before it holds the
+        problem, so a sample that needs the problem now records it itself, ahead of the queue (``_Judges``)."""
+        self._ensure_started()
+        judge = self._judges.take(background=True) if background else None
+        try:
             with self._recording_lock:
                 recording = self._recording.setdefault(key, threading.Lock())
             with recording:  # samples of one problem arriving together wait for one recording, not one each
                 prep = self._cache.get(key)
                 if prep is None:
-                    self._ensure_started()
-                    prep = materialise(problem, self._judge, self.params.seed, self.params.judge_timeout_s)
+                    call = judge.call if judge is not None else self._judge
+                    prep = materialise(problem, call, self.params.seed, self.params.judge_timeout_s)
                     self._cache.put(key, prep)
             with self._recording_lock:
                 self._recording.pop(key, None)
-        if len(self._by_identity) > 100_000:
-            self._by_identity.clear()
-        self._by_identity[id(problem)] = (problem, prep)
+        finally:
+            if judge is not None:
+                self._judges.give_back(judge)
         return prep
 
     def prepare_all(self, problems: Iterable[Problem]) -> list[PreparedProblem]:
@@ -194,7 +214,7 @@ class Sandbox:
 
     def _prepare_quietly(self, problem: Problem) -> None:
         try:
-            self.prepare(problem)
+            self._prepare(problem, background=True)
         except Exception:  # JudgeError, ValueError: the sample's run() prepares again and scores it
             pass
 
@@ -273,9 +293,11 @@ class Sandbox:
         self._ensure_started()
         unique = {id(p): p for p, _ in items}  # prepare() then dedupes equal copies by content hash
         self.prepare_all(unique.values())
-        return list(self._executor.map(lambda it: self.run(it[0], it[1], **kwargs), items))
+        return self.map(lambda it: self.run(it[0], it[1], **kwargs), items)
 
     async def arun(self, problem: Problem, program: str, **kwargs) -> SampleResult:
+        import asyncio  # here, not at the top: the command line (eval-samples) never needs it
+
         self._ensure_started()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: self.run(problem, program, **kwargs))
@@ -285,11 +307,74 @@ class Sandbox:
         order, a problem whose tests cannot be prepared scores ``sandbox_error`` (as with ``arun``). The batch is one
         wait for the event loop (a helper thread hands it to the pool), not one wake-up of the loop per sample: that
         cost the host more than grading did."""
+        import asyncio
+
         return await asyncio.to_thread(self._run_all, list(items), kwargs)
 
     def _run_all(self, items: list[tuple[Problem, str]], kwargs: dict) -> list[SampleResult]:
         self.prepare_ahead(p for p, _ in items)
-        return list(self._executor.map(lambda it: self.run(it[0], it[1], **kwargs), items))
+        return self.map(lambda it: self.run(it[0], it[1], **kwargs), items)
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(item) for item in items]`` on ``callers`` of the pool's threads at once (the number that keeps every
+        worker busy when ``fn`` calls ``run``), results in input order; the first exception is raised at the end.
+
+        Each thread takes the next item when it is done with one, so a batch costs one ``Future`` per thread, not one
+        per item as ``Executor.map``'s does: a Future's Condition and its wake-ups cost the host more than grading
+        did, and the host shares the cores with the workers."""
+        self._ensure_started()
+        results: list = [None] * len(items)
+        positions = itertools.count()  # next() on it is atomic: each position is taken by one thread
+
+        def take() -> None:
+            for i in positions:
+                if i >= len(items):
+                    return
+                results[i] = fn(items[i])
+
+        threads = [self._executor.submit(take) for _ in range(min(self.callers, len(items)))]
+        for t in threads:
+            t.result()
+        return results
+
+
+class _Judges:
+    """The trusted judge processes, lent for one call at a time. A call a sample waits for (its problem's recording,
+    a check() replay) goes first: background recordings (``prepare_ahead``) take a judge only while nobody waits and
+    another judge stays free. While the judges recorded a whole benchmark ahead of the samples, a wrong answer's
+    replay queued behind them held its caller up to half a second, and with it a share of the workers (cold runs of
+    wrong answers)."""
+
+    def __init__(self):
+        self._free: list[JudgeClient] = []
+        self._count = 0
+        self._cond = threading.Condition(threading.Lock())
+        self._wanted = 0  # callers for samples that wait for a judge
+
+    def take(self, background: bool = False) -> JudgeClient:
+        with self._cond:
+            if background:
+                while len(self._free) < min(2, self._count) or self._wanted:
+                    self._cond.wait()
+                return self._free.pop()
+            self._wanted += 1
+            try:
+                while not self._free:
+                    self._cond.wait()
+                return self._free.pop()
+            finally:
+                self._wanted -= 1
+                self._cond.notify_all()  # background recordings may go on once nobody is waiting
+
+    def add(self, judge: JudgeClient) -> None:
+        with self._cond:
+            self._count += 1
+        self.give_back(judge)
+
+    def give_back(self, judge: JudgeClient) -> None:
+        with self._cond:
+            self._free.append(judge)
+            self._cond.notify_all()
 
 
 def _error_result(task_id: str, detail: str) -> SampleResult:

@@ -26,8 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from corecode.sandbox.cgroup import MemoryCgroup
 from corecode.sandbox.config import SandboxParams
 from corecode.sandbox.isolation import SandboxUnavailable, run_as, zygote_command
@@ -48,6 +46,25 @@ def _decode(body: bytes):
         return None
 
 
+def _descendants(root: int) -> list[int]:
+    """Host pids of every process under ``root`` (bwrap's: the zygote), from ``/proc/PID/stat``'s parent field."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
 @dataclass
 class Execution:
     """Raw result of one sample: the harness's records by test position, and the zygote's final report."""
@@ -59,6 +76,26 @@ class Execution:
     overflow: bool = False
     host_timeout: bool = False
     stalled: bool = False  # no test finished within the per-test limit: the host stopped the sample
+
+
+class _Done:
+    """Set once by the I/O thread, waited for by the sample's one caller: a bare lock, not ``threading.Event``, whose
+    Python-level Condition is work the host repeats for every sample."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # already set
+            pass
+
+    def wait(self) -> None:
+        self._lock.acquire()
 
 
 @dataclass
@@ -75,7 +112,7 @@ class _Job:
     stopped: bool = False  # a stop was sent
     started: float = 0.0  # when the zygote began it, by the host's clock (0: still waiting behind another)
     progress: float = 0.0  # its last record (or its start)
-    done: threading.Event = field(default_factory=threading.Event)
+    done: _Done = field(default_factory=_Done)
 
     @property
     def sid(self) -> int:
@@ -151,11 +188,7 @@ class Worker:
         self.proc.stderr.close()
         if p.cgroup:
             self.cgroup = MemoryCgroup((p.memory_limit_mb + p.scratch_size_mb + 128) * 1024 * 1024)
-            try:
-                tree = [self.proc.pid] + [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
-            except psutil.Error:
-                tree = [self.proc.pid]
-            for pid in tree:
+            for pid in [self.proc.pid, *_descendants(self.proc.pid)]:
                 self.cgroup.add(pid)
 
     def close(self) -> None:
@@ -356,10 +389,10 @@ class Worker:
             self._ctrl += chunk
             with self._cond:
                 held = {job.sid: job for job in self._line}
-            while len(self._ctrl) >= 4 and len(self._ctrl) >= 4 + struct.unpack(">I", self._ctrl[:4])[0]:
-                n = struct.unpack(">I", self._ctrl[:4])[0]
-                msg, self._ctrl = json.loads(self._ctrl[4 : 4 + n]), self._ctrl[4 + n :]
-                if msg.get("sid") in held:  # the running sample, or the next one if it was quick
+            while len(self._ctrl) >= 4 and len(self._ctrl) >= 4 + struct.unpack_from(">I", self._ctrl)[0]:
+                n = struct.unpack_from(">I", self._ctrl)[0]
+                msg, self._ctrl = _decode(self._ctrl[4 : 4 + n]), self._ctrl[4 + n :]
+                if isinstance(msg, dict) and msg.get("sid") in held:  # the running sample, or the next if quick
                     held[msg["sid"]].ex.final = msg
         while head is not None and head.ex.final is not None:
             self._finish(head)
@@ -393,27 +426,33 @@ class Worker:
                 self._parse_results(job)
 
     def _parse_results(self, job: _Job) -> None:
+        """Take the whole frames off ``job.buf`` (by offset: cutting the buffer after each frame copied the rest of it,
+        quadratic in the records of one read)."""
         cap = self.params.max_output_bytes
-        ex = job.ex
-        while len(job.buf) >= 4:
-            n = struct.unpack(">I", job.buf[:4])[0]
+        ex, buf, sid = job.ex, job.buf, job.sid
+        at, end, seen = 0, len(buf), False
+        while end - at >= 4:
+            n = struct.unpack_from(">I", buf, at)[0]
             if n > cap + 4096:
                 ex.overflow = True
                 job.buf = b""
                 return
-            if len(job.buf) < 4 + n:
-                return
-            body, job.buf = job.buf[4 : 4 + n], job.buf[4 + n :]
-            rec = _decode(body)
-            if not isinstance(rec, dict) or rec.get("sid") != job.sid:
+            if end - at < 4 + n:
+                break
+            rec = _decode(buf[at + 4 : at + 4 + n])
+            at += 4 + n
+            if not isinstance(rec, dict) or rec.get("sid") != sid:
                 continue
-            job.progress = time.monotonic()
+            seen = True
             if "load" in rec:
                 ex.load = rec
             elif isinstance(rec.get("i"), int) and rec["i"] not in ex.records:
                 ex.records[rec["i"]] = rec
                 if job.on_record is not None and not job.stopped and job.on_record(rec):
                     self._stop(job)
+        job.buf = buf[at:] if at else buf
+        if seen:
+            job.progress = time.monotonic()
 
     def _finish(self, job: _Job) -> None:
         """The zygote reported ``job`` over: everything of it is dead, so all it wrote is in its pipe. Read that to
