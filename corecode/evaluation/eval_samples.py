@@ -92,15 +92,14 @@ def read_samples(path: str | Path, problems: Sequence[Problem]) -> list[Sample]:
 def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -> list[SampleResult]:
     """Every (problem, program) through the sandbox pool, results in input order, with a tqdm bar on stderr.
 
-    ``Sandbox.run_batch`` returns only when the whole batch is done, so to move a bar per sample this submits
-    ``Sandbox.run`` calls itself (the sandbox hands each call a free worker; it is built to be called from threads),
-    ``sandbox.callers`` at once, as ``run_batch`` does, so that every worker always holds its next sample.
+    ``Sandbox.run_batch`` returns only when the whole batch is done, so to move a bar per sample this runs
+    ``Sandbox.run`` calls itself through ``Sandbox.map`` (``sandbox.callers`` of them at once, as ``run_batch`` does,
+    so that every worker always holds its next sample).
     The problems' trusted tests are recorded in the background in file order (``Sandbox.prepare_ahead``), so samples of
     recorded problems run while later ones are still being recorded; a problem whose tests cannot be recorded scores
     its samples as ``sandbox_error`` ("could not prepare tests: ...").
     """
     import threading
-    from concurrent.futures import ThreadPoolExecutor
 
     from tqdm.auto import tqdm
 
@@ -108,18 +107,15 @@ def _run(sandbox, items: list[tuple[Problem, str]], desc: str, progress: bool) -
         return []
     sandbox.prepare_ahead(p for p, _ in items)
     lock = threading.Lock()
-    with (
-        tqdm(total=len(items), desc=desc, unit="sample", disable=not progress, dynamic_ncols=True) as bar,
-        ThreadPoolExecutor(sandbox.callers, thread_name_prefix="eval") as pool,
-    ):
+    with tqdm(total=len(items), desc=desc, unit="sample", disable=not progress, dynamic_ncols=True) as bar:
 
         def run(item: tuple[Problem, str]) -> SampleResult:
             result = sandbox.run(*item)
-            with lock:  # the bar moves from the pool's threads; the main thread just waits, in order
+            with lock:  # the bar moves from the pool's threads; the main thread just waits
                 bar.update(1)
             return result
 
-        return list(pool.map(run, items))
+        return sandbox.map(run, items)
 
 
 def evaluate_samples(
