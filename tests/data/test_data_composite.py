@@ -26,7 +26,7 @@ from corecode.data.steps import STEP_BY_NAME
 def _composite(**kw) -> CompositeParams:
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split); no
     efficiency family (tests/data/test_data_efficiency.py)."""
-    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
+    return CompositeParams(**{**dict(n_test=300, n_dev=0, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
                                      phrasing_variety=3, efficiency_frac=0.0), **kw})
 
 

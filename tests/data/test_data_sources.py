@@ -24,7 +24,7 @@ from corecode.data.io import read_jsonl, read_problems, write_jsonl
 from corecode.data.validate import validate_datasets
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
-COMPOSITE = CompositeParams(n_train=20, n_val=4, n_test=6, n_rl=5)
+COMPOSITE = CompositeParams(n_train=20, n_val=4, n_test=6, n_dev=5, n_rl=5)
 EVAL_SOURCES = {
     "livebench": SourceSpec(loader="livebench", path=str(FIX / "livebench.parquet"), role="eval"),
     "livecodebench": SourceSpec(loader="livecodebench", path=str(FIX / "livecodebench.jsonl"), role="eval"),
