@@ -296,6 +296,34 @@ def test_isolation_none_warns(mix_problem):
             assert not sb.run(mix_problem, "import os\nos._exit(0)\n").passed
 
 
+def test_one_loader_trace_lists_what_a_trace_per_file_lists():
+    """The jail binds the directories of the libraries the interpreter and its extension modules link against.
+    They are listed by one trace of the interpreter with every extension module preloaded; it must find exactly the
+    libraries that tracing each file on its own (ldd's way) finds."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from corecode.sandbox.isolation import _elf_interpreter, _linked_libraries, interpreter_paths
+
+    real, _ = interpreter_paths(SandboxParams().python)
+    stdlib = subprocess.run(
+        [real, "-I", "-S", "-c", "import os; print(os.path.dirname(os.__file__))"], capture_output=True, text=True
+    ).stdout.strip()
+    targets = [real, *map(str, sorted(Path(stdlib, "lib-dynload").glob("*.so")))]
+    assert len(targets) > 10
+
+    def libraries(listing: str) -> set[str]:
+        return {m for m in re.findall(r"(/\S+\.so[^\s]*)", listing) if m not in targets}
+
+    env = {**os.environ, "LD_TRACE_LOADED_OBJECTS": "1"}
+    one_each = "".join(
+        subprocess.run([_elf_interpreter(real), t], capture_output=True, text=True, env=env).stdout for t in targets
+    )
+    assert libraries(_linked_libraries(real, targets)) == libraries(one_each)
+    assert any("libc.so" in lib for lib in libraries(one_each))
+
+
 def test_params_validation(tmp_path):
     from corecode.config import ConfigError, load_params
 
