@@ -7,10 +7,8 @@ host parses them as literals and decides every verdict here, outside the sandbox
 
 from __future__ import annotations
 
-import ast
 import atexit
 import itertools
-import operator
 import queue
 import signal
 import threading
@@ -31,7 +29,7 @@ from corecode.sandbox.judge import (
     values_equal,
 )
 from corecode.sandbox.judge_server import describe, exception_from
-from corecode.sandbox.prepare import PrepareCache, PreparedProblem, materialise, problem_key
+from corecode.sandbox.prepare import PrepareCache, PreparedProblem, literal_check_calls, materialise, problem_key
 from corecode.sandbox.types import SampleResult, TestOutcome, Verdict
 from corecode.sandbox.worker import DEPTH, Execution, Worker
 
@@ -433,71 +431,16 @@ class _Derived:
         return {"ok": True, "fail_index": None, "err": ""}
 
 
-_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
-
-
-def _constant(node: ast.AST):
-    """``ast.literal_eval``, plus ``+ - *`` between constants, in tuples and lists too (``3 * 2 * 3``, ``'ab' + 'c'``,
-    ``(3 + 5 + 7, 3 * 5 * 7)``: HumanEval's checks write some expected values so); ValueError for anything else."""
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-        a, b = _constant(node.left), _constant(node.right)
-        if not {type(a), type(b)} <= {int, float, str, tuple} or (type(a) in (str, tuple)) != (type(b) in (str, tuple)):
-            raise ValueError("not constant arithmetic")
-        if isinstance(node.op, ast.Mult) and (type(a) in (str, tuple) or type(b) in (str, tuple)):
-            raise ValueError("no sequence repetition")
-        return _ARITHMETIC[type(node.op)](a, b)
-    if isinstance(node, (ast.Tuple, ast.List)) and not isinstance(node.ctx, ast.Store):
-        values = [_constant(e) for e in node.elts]
-        return tuple(values) if isinstance(node, ast.Tuple) else values
-    return ast.literal_eval(node)
-
-
 def _literal_asserts(prep: PreparedProblem) -> list[tuple] | None:
     """(literal, message, call on the left) per recorded call when ``prep``'s check() is only ``assert candidate(
-    <literals>) == <literal>[, "message"]`` lines (docstring, ``pass`` and ``assert True`` aside) whose arguments
-    are the recorded calls' in order; else None."""
+    <literals>) == <literal>[, "message"]`` lines (``prepare.literal_check_calls``) whose arguments are the recorded
+    calls' in order; else None."""
     if not prep.n_check or not prep.check_code or prep.cls:
         return None
-    try:
-        tree = ast.parse(prep.check_code)
-    except (SyntaxError, ValueError):
+    calls = literal_check_calls(prep.check_code)
+    if calls is None or len(calls) != prep.n_check or any(c[0] != i for c, i in zip(calls, prep.inputs)):
         return None
-    checks = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "check"]
-    if len(checks) != 1 or not isinstance(checks[0], ast.FunctionDef) or checks[0].decorator_list:
-        return None
-    fn = checks[0]
-    if len(fn.args.args) != 1 or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.posonlyargs:
-        return None
-    name = fn.args.args[0].arg
-    asserts = []
-    try:
-        for st in fn.body:
-            if isinstance(st, ast.Pass) or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)):
-                continue
-            if not isinstance(st, ast.Assert):
-                return None
-            if st.msg is not None and not (isinstance(st.msg, ast.Constant) and isinstance(st.msg.value, str)):
-                return None
-            test = st.test
-            if isinstance(test, ast.Constant) and test.value is True:
-                continue
-            if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-                return None
-            left, right = test.left, test.comparators[0]
-            call_left = isinstance(left, ast.Call)
-            call, other = (left, right) if call_left else (right, left)
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
-                return None
-            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-                return None
-            args = [_constant(a) for a in call.args]
-            message = st.msg.value if st.msg is not None else ""
-            asserts.append((repr(args), _constant(other), message, call_left))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # not a literal
-        return None
-    if len(asserts) != prep.n_check or any(a[0] != c for a, c in zip(asserts, prep.inputs)):
-        return None
-    return [a[1:] for a in asserts]
+    return [c[1:] for c in calls]
 
 
 class _Grader:

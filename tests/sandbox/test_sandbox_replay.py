@@ -49,6 +49,34 @@ def test_literal_asserts_found_in_most_humaneval_checks(prepared):
     assert _Derived(next(p for p in prepared if p.task_id == "HumanEval/32")).asserts is None
 
 
+def test_literal_checks_are_prepared_from_their_text_as_the_judge_records_them(prepared):
+    """A literal-assert check()'s calls and expected values are read from its text (no reference run); on every such
+    HumanEval problem they are exactly what the judge records by running check() on the reference."""
+    judge_calls = []
+
+    def recording_judge(request: dict) -> dict:
+        judge_calls.append(request["op"])
+        return _in_process_judge(request)
+
+    by_text = 0
+    for problem, prep in zip(load_humaneval(), prepared, strict=True):
+        recorded = _in_process_judge(
+            {
+                "op": "record",
+                "program": problem.reference_solution,
+                "check_code": problem.check_code,
+                "entry": problem.entry_point,
+                "seed": prep.seed,
+            }
+        )["calls"]
+        assert list(zip(prep.inputs, prep.expected, strict=True)) == [tuple(c) for c in recorded], problem.task_id
+        before = len(judge_calls)
+        materialise(problem, recording_judge, prep.seed, 30.0)
+        by_text += len(judge_calls) == before
+    assert by_text >= 140  # 141 at the time of writing: only the other checks ran in the judge
+    assert judge_calls and set(judge_calls) == {"record"}
+
+
 def test_host_replay_equals_judge_replay(prepared):
     rng = random.Random(0)
     compared = 0
