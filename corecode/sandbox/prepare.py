@@ -15,6 +15,7 @@ Results are cached in memory and, when ``cache_dir`` is set, as JSON files keyed
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import operator
@@ -89,7 +90,8 @@ def _constant(node: ast.AST):
     return ast.literal_eval(node)
 
 
-def literal_check_calls(check_code: str) -> list[tuple[str, object, str, bool]] | None:
+@functools.lru_cache(maxsize=4096)  # preparing a problem and grading its samples read the same check
+def literal_check_calls(check_code: str) -> tuple[tuple[str, object, str, bool], ...] | None:
     """(repr of the argument list, expected value, assert message, call on the left) for each line of a check() made
     only of ``assert candidate(<literals>) == <literal>[, "message"]`` lines (docstring, ``pass`` and ``assert True``
     aside), in order; None for any other check. Such a check's calls and expected values are its own text: nothing
@@ -131,7 +133,7 @@ def literal_check_calls(check_code: str) -> list[tuple[str, object, str, bool]] 
             asserts.append((repr(args), _constant(other), message, call_left))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # not a literal
         return None
-    return asserts
+    return tuple(asserts)
 
 
 def _literal_calls(check_code: str) -> list[tuple[str, str]] | None:
