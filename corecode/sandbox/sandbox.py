@@ -478,10 +478,8 @@ class _Grader:
         mem = float(rec.get("maxrss_kb", 0) or 0) / 1024
 
         def out(v: Verdict, detail: str = "") -> TestOutcome:
-            # model_construct: the fields are built right here (no validation: ~10 us saved per test)
-            return TestOutcome.model_construct(
-                verdict=v, wall_time_s=wall, cpu_time_s=cpu, peak_memory_mb=mem, detail=detail
-            )
+            # validated: pydantic-core's check is about half the cost of model_construct's Python loop (1.3 vs 2.4 us)
+            return TestOutcome(verdict=v, wall_time_s=wall, cpu_time_s=cpu, peak_memory_mb=mem, detail=detail)
 
         if rec.get("timeout") or wall > self.time_s:  # also a result returned after catching the alarm
             if mem > 0.9 * self.memory_mb:  # it was thrashing against the memory limit, not computing
@@ -591,7 +589,7 @@ class _Grader:
         failed = [o for o in outcomes if o.verdict != Verdict.passed]
         f = ex.final or {}
         verdict = failed[0].verdict if failed else Verdict.passed
-        return SampleResult.model_construct(  # fields built here from checked values (no validation)
+        return SampleResult(
             task_id=tid,
             verdict=verdict,
             passed=not failed and bool(outcomes),
