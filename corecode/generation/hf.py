@@ -7,11 +7,12 @@ is truncated before the stop string as OpenAI/vLLM do.
 
 GPU fast path (``fast_path``): ``static`` keeps transformers' ``StaticCache`` (one per batch/cache shape, reused
 across calls) and runs the decode loop itself (``_StaticDecoder``): one ``torch.compile(mode="reduce-overhead")``
-graph per step holds the forward pass *and* the sampling (temperature, top-p, EOS masking), and the host looks at
-the finished flags only every ``_CHECK_EVERY`` steps. A compiled graph is reused only for identical shapes, so the
-batch is padded to a power of two (at most ``max_batch_size`` rows) and prompt and cache lengths are rounded up to
-``pad_to_multiple_of``. ``continuous`` uses transformers' continuous batching (``generate_batch``). Which is faster
-is measured by benchmarks/generation_throughput.py (docs/benchmarks.md).
+graph per step holds the forward pass *and* the sampling (temperature, top-p as one operator that Inductor calls
+rather than compiles, ``_top_p_filter_op``; EOS masking), and the host looks at the finished flags only every
+``_CHECK_EVERY`` steps. A compiled graph is reused only for identical shapes, so the batch is padded to a power of two
+(at most ``max_batch_size`` rows) and prompt and cache lengths are rounded up to ``pad_to_multiple_of``.
+``continuous`` uses transformers' continuous batching (``generate_batch``). Which is faster is measured by
+benchmarks/generation_throughput.py (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -71,6 +72,27 @@ def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(remove.scatter(1, order, remove), float("-inf"))
 
 
+@torch.library.custom_op("corecode::top_p_filter", mutates_args=())
+def _top_p_filter_op(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """``_top_p_filter`` as one operator that ``torch.compile`` does not trace into: the static decoder's compiled
+    step calls it, Inductor leaves it as one call in the graph, and it runs the eager path's aten kernels (sort,
+    softmax, cumsum, scatter), which CUDA graphs capture like any other kernel.
+
+    Why: traced, the vocabulary-long ``cumsum`` is lowered by Inductor to a Triton scan of its own, split across
+    blocks when rows x vocabulary is large; that code generation failed for 128 rows x 151,936 (Qwen2.5's vocabulary)
+    on an H100 with torch 2.11 (``InductorError`` in the codegen of a ``SplitScan``), while 32k vocabularies compiled.
+    Opaque, the nucleus depends on no Inductor scan at any vocabulary size and, for the same logits, is bit for bit
+    the eager one (same kernels). The alternatives cost more: sampling outside the graph with the top-k nucleus
+    (``_top_p_filter_topk``) needs a host sync every step for its data-dependent fallback, and catching the compile
+    error would leave the path to whichever shapes the bug spares."""
+    return _top_p_filter(logits, top_p)
+
+
+@_top_p_filter_op.register_fake
+def _(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    return torch.empty_like(logits)
+
+
 # Candidates the eager nucleus filter looks at first (``_top_p_filter_topk``); rows whose top-k mass falls short of
 # top_p (flat distributions) go through the full sort.
 _NUCLEUS_K = 64
@@ -85,7 +107,7 @@ def _top_p_filter_topk(logits: torch.Tensor, top_p: float, k: int = _NUCLEUS_K) 
     than half a decode step of the embedded model, and a sampled nucleus at evaluation temperatures is a handful of
     tokens. A token is dropped when the mass of the tokens above it is >= top_p (the sort's rule seen from the top);
     if the top k hold more than top_p, every token outside them is dropped too. Eager only: the data-dependent
-    fallback would break a CUDA graph (the static path keeps ``_top_p_filter``)."""
+    fallback would break a CUDA graph (the static path keeps ``_top_p_filter``, as ``_top_p_filter_op``)."""
     vocab = logits.shape[-1]
     if k >= vocab:
         return _top_p_filter(logits, top_p)
@@ -115,7 +137,8 @@ def _pick_tokens(
     draw. The draw is Gumbel-max (argmax of logits + Gumbel noise), which samples exactly softmax(logits) without
     ``torch.multinomial``'s host-side checks, so it can sit inside a CUDA graph. ``uniform`` (same shape as
     ``logits``) supplies the draw's uniforms instead of the global RNG (``LeanDecoder``'s per-row streams).
-    ``eager`` (callers outside a compiled graph) finds the nucleus from the top-k tokens (``_top_p_filter_topk``)."""
+    ``eager`` (callers outside a compiled graph) finds the nucleus from the top-k tokens (``_top_p_filter_topk``);
+    otherwise the full sort runs as ``_top_p_filter_op`` (the same nucleus; opaque to ``torch.compile``)."""
     logits = logits.float()
     if block_eos:
         logits = logits.masked_fill(is_eos, float("-inf"))
@@ -123,7 +146,7 @@ def _pick_tokens(
         return logits.argmax(-1)
     logits = logits / temperature
     if top_p < 1.0:
-        logits = _top_p_filter_topk(logits, top_p) if eager else _top_p_filter(logits, top_p)
+        logits = _top_p_filter_topk(logits, top_p) if eager else _top_p_filter_op(logits, top_p)
     u = (torch.rand_like(logits) if uniform is None else uniform.float()).clamp_(min=1e-20)
     return (logits - torch.log(-torch.log(u))).argmax(-1)
 
