@@ -2,8 +2,9 @@
 
 The model is the anchor's random-init 0.39B Qwen2 body (hidden 896, 24 layers, 14 heads, 2 KV heads, 32k vocab,
 bf16) and prompts are the anchor's (/work/shared/anchors/hf_generate.py): B prompts, 256 new tokens each, sampling at
-temperature 1, EOS suppressed so every row makes exactly 256 tokens. Each measurement is one warm-up call (compiles
-on the static path) and then the best of ``--repeats`` timed calls; tokens/s counts generated tokens only.
+temperature 1 (top-p off unless ``--top-p``), EOS suppressed so every row makes exactly 256 tokens. Each measurement
+is one warm-up call (compiles on the static path) and then the best of ``--repeats`` timed calls; tokens/s counts
+generated tokens only.
 
     python benchmarks/generation_throughput.py                      # GPU: B=64, plain vs static vs continuous
     python benchmarks/generation_throughput.py --batch-sizes 64 256
@@ -89,7 +90,7 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def time_plain(model, tok, batch: int, new_tokens: int, repeats: int) -> float:
+def time_plain(model, tok, batch: int, new_tokens: int, repeats: int, top_p: float = 1.0) -> float:
     """The anchor's call: dynamic cache, no compile. Returns generated tokens/s."""
     enc = tok(prompts_for(batch), return_tensors="pt", padding=True).to(model.device)
     kw = dict(
@@ -97,6 +98,7 @@ def time_plain(model, tok, batch: int, new_tokens: int, repeats: int) -> float:
         min_new_tokens=new_tokens,
         do_sample=True,
         temperature=1.0,
+        top_p=top_p,
         pad_token_id=tok.pad_token_id,
     )
     best = float("inf")
@@ -112,14 +114,14 @@ def time_plain(model, tok, batch: int, new_tokens: int, repeats: int) -> float:
     return produced / best
 
 
-def time_corecode(model, tok, batch: int, new_tokens: int, repeats: int, mode: str) -> float:
+def time_corecode(model, tok, batch: int, new_tokens: int, repeats: int, mode: str, top_p: float = 1.0) -> float:
     """corecode's backend end to end (tokenize, generate, decode). Returns generated tokens/s."""
     if model.device.type == "cuda":
         torch._dynamo.reset()  # each measurement compiles afresh (no dynamic-shape graphs left over from another B)
     grouped = mode != "static-nogroup"  # static with transformers' sdpa attention (KV repeated per query head)
     gen = TransformersGenerator(model, tok, max_batch_size=batch, fast_path=mode.split("-")[0], use_chat_template=False)
     gen.grouped_decode_attention = grouped
-    sp = SamplingParams(n=1, max_new_tokens=new_tokens, temperature=1.0, ignore_eos=True, seed=0)
+    sp = SamplingParams(n=1, max_new_tokens=new_tokens, temperature=1.0, top_p=top_p, ignore_eos=True, seed=0)
     prompts = prompts_for(batch)
     gen.generate(prompts, sp)  # warm-up: compiles the decode step on the static path
     best, produced = float("inf"), 0
@@ -162,6 +164,7 @@ def main() -> None:
         help="corecode fast_path modes to measure (static, static-nogroup, continuous, off).",
     )
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling for every path (default: off)")
     ap.add_argument("--tokenizer", default=None, help="Path to tok32k.json (default: shared/anchors/).")
     ap.add_argument("--model", default=None, help="Measure this checkpoint (save_pretrained dir) instead.")
     ap.add_argument("--json-out", default=None)
@@ -184,6 +187,7 @@ def main() -> None:
         "model": args.model or ("tiny" if args.tiny else "anchor 0.39B Qwen2 body"),
         "params_M": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
         "new_tokens": new_tokens,
+        "top_p": args.top_p,
         "torch": torch.__version__,
     }
     bandwidth = args.bandwidth_gbs or next((v for k, v in DATASHEET_BANDWIDTH_GBS.items() if k in res["device"]), None)
@@ -198,13 +202,13 @@ def main() -> None:
         return f" ({frac:.0%} of the bandwidth bound)"
 
     for batch in batch_sizes:
-        plain = time_plain(model, tok, batch, new_tokens, args.repeats)
+        plain = time_plain(model, tok, batch, new_tokens, args.repeats, args.top_p)
         res[f"plain_generate_B{batch}_tok_per_s"] = round(plain)
         print(f"B={batch} plain generate: {plain:,.0f} tok/s{bound_fraction(f'plain_generate_B{batch}', plain, batch)}")
         for mode in args.modes:
             key = f"corecode_{mode}_B{batch}"
             try:
-                tps = time_corecode(model, tok, batch, new_tokens, args.repeats, mode)
+                tps = time_corecode(model, tok, batch, new_tokens, args.repeats, mode, args.top_p)
             except Exception as e:  # one failing mode must not hide the others' numbers
                 res[key] = f"error: {type(e).__name__}: {str(e)[:300]}"
                 print(f"B={batch} corecode {mode}: {res[key]}", flush=True)
