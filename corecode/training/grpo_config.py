@@ -97,6 +97,12 @@ class TwoRoleGRPOParams(BaseModel):
         "models (faster there, docs/benchmarks.md); true: wherever the model is supported; false: generate.",
     )
 
+    fixed_length: bool = Field(
+        False,
+        description="Block EOS and stop tokens in rollouts, so every completion has the role's max new tokens: every "
+        "step and rank does the same generation work. For timing runs (benchmarks/gpu_scaling.sh), never training.",
+    )
+
     # Optimisation (TRL GRPOConfig names)
     max_steps: int = Field(200, ge=1, description="Optimizer steps (each step = one rollout batch).")
     learning_rate: float = Field(2e-4, gt=0, description="AdamW learning rate (both roles).")
@@ -105,6 +111,12 @@ class TwoRoleGRPOParams(BaseModel):
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping per role.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
+    skip_zero_advantage: bool = Field(
+        True,
+        description="Skip the forward/backward of sequences whose advantage is exactly 0 (groups that all scored the "
+        "same): the gradient is the same (without KL; with beta > 0 every sequence runs). false: run every sequence "
+        "(timing runs on random weights, where every reward is 0 and a skip would leave no update to time).",
+    )
     num_iterations: int = Field(
         1,
         ge=1,

@@ -9,7 +9,7 @@ trainer's state (one model, one accumulation window), while a team updates sever
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -54,12 +54,15 @@ def generate_chunks(
     static_cache: bool = False,
     lean_decode: bool | None = False,
     chat: bool | None = None,
+    fixed_length: bool = False,
 ) -> Iterator[list[list[Sample]]]:
     """Yield, chunk by chunk of prompts, ``n`` samples per prompt (so a caller can score a chunk while the next one
     is generated). Left padding; the model's own RNG stream (torch global) drives sampling. ``lean_decode``
     samples with ``LeanDecoder`` instead of ``generate`` (None: on CPU only). ``prompts`` are role prompts, fed as
     evaluation feeds them (``corecode.generation.render``: the chat template when ``chat``, None = when the tokenizer
-    has one) and cut where evaluation stops (EOS, the model's EOS ids, the template's end-of-turn token)."""
+    has one) and cut where evaluation stops (EOS, the model's EOS ids, the template's end-of-turn token).
+    ``fixed_length`` blocks every stop token, so each completion has ``max_new_tokens`` tokens (timing runs: every
+    chunk, step and rank does the same work)."""
     from corecode.generation.lean_decode import LeanDecoder
     from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered
 
@@ -89,6 +92,7 @@ def generate_chunks(
                     eos_ids=eos_ids,
                     temperature=temperature if do_sample else 0.0,
                     top_p=top_p,
+                    block_eos=fixed_length,
                 ).tolist()
             else:
                 out = model.generate(
@@ -101,6 +105,7 @@ def generate_chunks(
                     top_k=None,
                     pad_token_id=pad_id,
                     eos_token_id=sorted(eos_ids),
+                    min_new_tokens=max_new_tokens if fixed_length else None,
                     **extra,
                 )
                 gen = out[:, enc["input_ids"].shape[1] :].tolist()
@@ -198,6 +203,7 @@ def policy_loss_backward(
     backward=None,
     skip_zero_advantage: bool = False,
     record_old: bool = False,
+    agree: Callable[[int], int] | None = None,
 ) -> dict[str, float]:
     """Accumulate the gradient of TRL's GRPO loss over micro-batches of ``samples`` (one optimizer step's worth).
 
@@ -208,8 +214,11 @@ def policy_loss_backward(
     ``skip_zero_advantage``: sequences whose advantage is exactly 0 (groups where every sample scored the same: most
     groups of a sharp policy) contribute nothing to the gradient when there is no KL term, so their forward and
     backward passes are skipped; the normalisers still count them, so the gradient is the same. TRL computes them
-    anyway. Only for one process without KL (DDP/FSDP ranks must run the same number of backward passes); entropy is
-    then the token mean over the sequences that were run.
+    anyway. Without KL only; entropy is then the token mean over the sequences that were run. Ranks that must run the
+    same number of forward/backward passes (FSDP: each one is a collective) pass ``agree``, which maps this rank's
+    number of micro-batches to the number every rank runs (the largest); the difference is run as micro-batches of one
+    sequence whose loss is multiplied by 0 (the same collectives, no gradient, left out of the statistics). Under DDP
+    the trainer accumulates without synchronising and all-reduces once (``data_parallel``), so ranks may differ.
 
     Several optimizer steps on one batch (TRL's ``num_iterations``): the first call passes ``record_old`` and keeps
     each run sample's log-probs (before any update: the sampling policy) in ``Sample.old_logps``; later calls find
@@ -219,14 +228,18 @@ def policy_loss_backward(
     device = next(model.parameters()).device
     total_seqs = len(samples)
     total_tokens = max(1, sum(len(s.completion.token_ids or []) for s in samples))
-    stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0}
+    # summed on the device and read once at the end: no host-device synchronisation per micro-batch
+    sums = {k: torch.zeros((), device=device) for k in ("loss", "kl", "entropy")}
     order = list(range(total_seqs))
     skip = skip_zero_advantage and not cfg.beta
     if skip:
         order = [i for i in order if float(advantages[i]) != 0.0]
-        run_tokens = max(1, sum(len(samples[i].completion.token_ids or []) for i in order))
-    for start in range(0, len(order), micro_batch_size):
-        idx = order[start : start + micro_batch_size]
+    run_tokens = max(1, sum(len(samples[i].completion.token_ids or []) for i in order)) if skip else total_tokens
+    chunks = [order[start : start + micro_batch_size] for start in range(0, len(order), micro_batch_size)]
+    runs = agree(len(chunks)) if agree is not None else len(chunks)
+    for k in range(runs):
+        real = k < len(chunks)
+        idx = chunks[k] if real else [0]
         part = [samples[i] for i in idx]
         batch = collate(part, pad_id, device)
         mask = batch["completion_mask"].float()
@@ -238,7 +251,7 @@ def policy_loss_backward(
                 old[j, : len(samples[i].old_logps)] = samples[i].old_logps.to(device)
         else:
             old = logps.detach()  # first step on this batch: the ratio is 1 (TRL's shortcut for num_iterations=1)
-            if record_old:
+            if record_old and real:
                 lengths = batch["completion_mask"].sum(-1).clamp(min=1).tolist()
                 for j, i in enumerate(idx):
                     samples[i].old_logps = old[j, : int(lengths[j])].cpu()
@@ -250,7 +263,8 @@ def policy_loss_backward(
                 ref_logps, _ = per_token_logps(ref_model, batch, cfg.temperature)
             kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
             per_token_loss = per_token_loss + cfg.beta * kl
-            stats["kl"] += float((kl.detach() * mask).sum()) / total_tokens
+            if real:
+                sums["kl"] += (kl.detach() * mask).sum() / total_tokens
         if cfg.loss_type == "grpo":
             loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / total_seqs
         elif cfg.loss_type == "dapo":
@@ -259,11 +273,15 @@ def policy_loss_backward(
             loss = (per_token_loss * mask).sum() / (total_seqs * cfg.max_completion_length)
         else:
             raise ValueError(f"grpo.loss_type must be grpo, dapo or dr_grpo, got {cfg.loss_type!r}")
+        if not real:  # a padding micro-batch: the collectives of a forward/backward, no gradient
+            backward(loss * 0.0)
+            continue
         backward(loss)
-        stats["loss"] += float(loss.detach())
-        stats["entropy"] += float((entropies * mask).sum()) / (run_tokens if skip else total_tokens)
+        sums["loss"] += loss.detach()
+        sums["entropy"] += (entropies.detach() * mask).sum() / run_tokens
     if skip:  # every advantage 0: keep the optimizer step identical to a zero gradient (AdamW skips grad=None)
         for p in model.parameters():
             if p.requires_grad and p.grad is None:
                 p.grad = torch.zeros_like(p)
+    stats = {k: float(v) for k, v in sums.items()}
     return stats

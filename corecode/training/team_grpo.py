@@ -22,6 +22,7 @@ which the embedded default needs to take GRPO steps large enough to matter witho
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import copy
 import json
 import logging
@@ -46,6 +47,7 @@ from corecode.training.checkpointing import (
     run_fingerprint,
     save_checkpoint,
 )
+from corecode.training.data_parallel import agree_max, all_reduce_gradients, take_host_share
 from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
 from corecode.training.ptx import ptx_batch, ptx_loss, read_ptx_rows
 from corecode.training.rewards import (
@@ -62,6 +64,7 @@ from corecode.training.rewards import (
     program_for,
 )
 from corecode.training.rollout import LossConfig, Sample, generate_chunks, mean_token_entropy, policy_loss_backward
+from corecode.training.timing import PhaseTimer, phase_names, rank_times
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +125,7 @@ class _TwoRoleTrainer:
         devices: dict[str, str | None] | None = None,
         chat: bool | None = None,
     ):
-        from accelerate import Accelerator
+        from accelerate import Accelerator, DistributedDataParallelKwargs
         from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
 
@@ -139,18 +142,23 @@ class _TwoRoleTrainer:
         self.val_problems = random.Random(f"{seed}-eval").sample(val, min(len(val), params.eval_problems))
         if any(p.split == "test" for p in self.val_problems):
             raise ValueError(f"{params.val_problems}: in-training evaluation reads the dev split, never test problems")
-        self.acc = accelerator or Accelerator(mixed_precision="bf16" if params.bf16 else "no")
+        self.acc = accelerator or Accelerator(
+            mixed_precision="bf16" if params.bf16 else "no",
+            # ranks run different numbers of forward passes (data_parallel): no per-forward buffer broadcast
+            kwargs_handlers=[DistributedDataParallelKwargs(broadcast_buffers=False)],
+        )
         self.fsdp = self.acc.distributed_type.value == "FSDP"
+        self.ddp = self.acc.num_processes > 1 and not self.fsdp
         if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
             raise ValueError(
                 "grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
                 "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1"
             )
-        if self.fsdp and (not params.bf16 or any(params.role_model(r).lora.enabled for r in self.role_names)):
+        if self.fsdp and not params.bf16:
             raise ValueError(
-                "grpo-team under FSDP needs bf16: true and lora.enabled: false: rollouts are sampled from "
-                "an unsharded bf16 copy per role (sampling with the sharded policy would need every rank "
-                "to run the same number of forward passes)"
+                "grpo-team under FSDP needs bf16: true: rollouts are sampled from an unsharded copy per role (bf16, "
+                "or the bf16 base and its adapter with LoRA), since sampling with the sharded policy would need every "
+                "rank to run the same number of forward passes"
             )
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
@@ -162,8 +170,10 @@ class _TwoRoleTrainer:
         # sampler). Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile,
         # and the fp32 model under autocast cannot generate with a static KV cache (cache dtype fp32, k/v bf16).
         # bf16 with LoRA: the frozen base is bf16 (cast here if it was loaded in fp32), peft keeps the adapter fp32
-        # (the only master weights), and the model samples itself: no copy.
+        # (the only master weights), and the model samples itself: no copy, except under FSDP, where an unsharded copy
+        # of the base and the adapter samples (its adapter refreshed after every update, as the bf16 copy).
         self.samplers: dict[str, torch.nn.Module] = {}
+        self.devices: dict[str, torch.device] = {}
         from peft import PeftModel, get_peft_model
 
         if params.shared_base:
@@ -217,6 +227,9 @@ class _TwoRoleTrainer:
                 ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
             if params.bf16 and not role_cfg.lora.enabled:
                 self.samplers[name] = self._bf16_sampler(model, dev)
+            elif self.fsdp:  # LoRA: the base (already bf16) and the fp32 adapter as they are
+                self.samplers[name] = copy.deepcopy(model).to(dev or self.acc.device).eval().requires_grad_(False)
+            self.devices[name] = torch.device(dev) if dev is not None else self.acc.device
             opt = torch.optim.AdamW(train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay)
             sch = get_scheduler(
                 params.lr_scheduler_type,
@@ -242,6 +255,10 @@ class _TwoRoleTrainer:
             params.temperature,
             0,
         )
+        self.timer = PhaseTimer()  # per-step phase times of this rank (corecode.training.timing)
+        self.phases = phase_names(self.role_names)
+        self.after_step_s = 0.0  # the last step's logging, evaluation and checkpoint, reported with the next step
+        self._log_rows: list[str] = []  # the log file's rows, serialised once each
 
     def _load_ptx_rows(self) -> dict[str, list[dict]]:
         """The SFT rows of every role this run updates that has a dataset in ptx_data, read once."""
@@ -320,7 +337,8 @@ class _TwoRoleTrainer:
 
     def wait(self, futures: list[concurrent.futures.Future], timer: dict) -> list:
         t = time.perf_counter()
-        out = [r for f in futures for r in f.result()]
+        with self.timer.phase("scoring", self.acc.device):
+            out = [r for f in futures for r in f.result()]
         timer["sandbox_wait_s"] = timer.get("sandbox_wait_s", 0.0) + time.perf_counter() - t
         return out
 
@@ -329,13 +347,14 @@ class _TwoRoleTrainer:
             return {}
         import asyncio
 
-        return asyncio.run_coroutine_threadsafe(self.references.aget(problems), self._loop).result()
+        with self.timer.phase("scoring", self.acc.device):
+            return asyncio.run_coroutine_threadsafe(self.references.aget(problems), self._loop).result()
 
     def sample(self, role: str, prompts: list[str], n: int, greedy: bool = False):
         self.activate(role)
         r = self.roles[role]
         model = self.samplers[role] if role in self.samplers else self.acc.unwrap_model(r.model)
-        return generate_chunks(
+        chunks = generate_chunks(
             model,
             r.tokenizer,
             prompts,
@@ -348,38 +367,63 @@ class _TwoRoleTrainer:
             static_cache=self.cfg.static_cache,
             lean_decode=self.cfg.lean_decode,
             chat=self.chat[role],
+            fixed_length=self.cfg.fixed_length and not greedy,
         )
+        return self.timer.timed(f"{role}_generation", chunks, self.devices[role])
 
     def gather(self, values: torch.Tensor) -> torch.Tensor:
-        """All processes' values (for logging); collectives need the tensor on the accelerator's device."""
-        return self.acc.gather(values.to(self.acc.device)).cpu()
+        """All processes' values (for logging); collectives need the tensor on the accelerator's device. A rank that
+        reaches the first gather of a step early waits there for the slowest one: the ``wait`` phase."""
+        with self.timer.phase("wait", self.acc.device):
+            return self.acc.gather(values.to(self.acc.device)).cpu()
 
     # -- update -------------------------------------------------------------------------------------------------------
     def update(
         self, role: str, samples: list[Sample] | None, advantages: torch.Tensor | None, record_old: bool = False
     ) -> dict[str, float]:
+        """One optimizer step of ``role``: forward/backward of every micro-batch (under DDP without synchronising),
+        one gradient all-reduce (DDP; FSDP reduce-scatters inside backward), clipping, the step, the sampler refresh;
+        each timed as a phase (corecode.training.timing)."""
         self.activate(role)
         r = self.roles[role]
+        device = self.devices[role]
         stats: dict[str, float] = {}
-        if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
-            loss_cfg = copy.copy(self.loss_cfg)
-            loss_cfg.max_completion_length = r.max_new_tokens
-            role_cfg = self.cfg.role_model(role)
-            loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
-            stats = policy_loss_backward(
-                r.model,
-                samples,
-                advantages * self.cfg.rl_coef,
-                loss_cfg,
-                r.tokenizer.pad_token_id,
-                self.cfg.micro_batch_size,
-                r.ref_model,
-                backward=self.acc.backward,
-                skip_zero_advantage=self.acc.num_processes == 1,
-                record_old=record_old,
-            )
-        if role in self.ptx_rows:
-            stats["ptx_loss"] = self.ptx_backward(role)
+        # DDP: accumulate every backward of the update locally, then all-reduce once (corecode.training.data_parallel)
+        accumulate = getattr(r.model, "no_sync", contextlib.nullcontext) if self.ddp else contextlib.nullcontext
+        with self.timer.phase(f"{role}_backward", device), accumulate():
+            if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
+                loss_cfg = copy.copy(self.loss_cfg)
+                loss_cfg.max_completion_length = r.max_new_tokens
+                role_cfg = self.cfg.role_model(role)
+                loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
+                stats = policy_loss_backward(
+                    r.model,
+                    samples,
+                    advantages * self.cfg.rl_coef,
+                    loss_cfg,
+                    r.tokenizer.pad_token_id,
+                    self.cfg.micro_batch_size,
+                    r.ref_model,
+                    backward=self.acc.backward,
+                    skip_zero_advantage=self.cfg.skip_zero_advantage,
+                    record_old=record_old,
+                    agree=(lambda n: agree_max(n, self.acc.device)) if self.fsdp else None,
+                )
+            if role in self.ptx_rows:
+                stats["ptx_loss"] = self.ptx_backward(role)
+        if self.ddp:
+            with self.timer.phase(f"{role}_allreduce", device):
+                all_reduce_gradients([w for w in r.model.parameters() if w.requires_grad])
+        with self.timer.phase(f"{role}_optimizer", device):
+            stats = self._step(role, stats)
+        if not stats["skipped_update"]:
+            with self.timer.phase(f"{role}_sampler_sync", device):
+                self.sync_sampler(role)
+        return stats
+
+    def _step(self, role: str, stats: dict[str, float]) -> dict[str, float]:
+        """Clip, then step the optimizer and scheduler, or skip a non-finite update."""
+        r = self.roles[role]
         if self.fsdp:  # accelerate's FSDP clip_grad_norm_ looks the model up with `==` on parameter lists, which
             # fails once two FSDP2 models are prepared; torch's clip works on the DTensor shards directly
             norm = torch.nn.utils.clip_grad_norm_(r.model.parameters(), self.cfg.max_grad_norm)
@@ -403,7 +447,6 @@ class _TwoRoleTrainer:
         r.optimizer.step()
         r.scheduler.step()
         r.optimizer.zero_grad(set_to_none=True)
-        self.sync_sampler(role)
         stats["lr"] = r.scheduler.get_last_lr()[0]
         return stats
 
@@ -420,6 +463,7 @@ class _TwoRoleTrainer:
     def train_step(self) -> dict[str, float]:
         step = self.state.step
         t0 = time.perf_counter()
+        self.timer.start()
         timer: dict[str, float] = {}
         if self.cfg.rl_coef:
             per_role, metrics = self.rollout(self.batch_problems(step), timer)
@@ -433,7 +477,9 @@ class _TwoRoleTrainer:
             for it in range(iterations):  # several optimizer steps on one batch: stats are their means
                 for k, v in self.update(role, samples, adv, record_old=iterations > 1 and it == 0).items():
                     metrics[f"{role}/{k}"] = metrics.get(f"{role}/{k}", 0.0) + v / iterations
+        times = self.timer.finish()  # waits for the step's GPU work: the step time below includes all of it
         dt = time.perf_counter() - t0
+        times["log_checkpoint"] = self.after_step_s
         new_tokens = sum(s.completion.num_tokens for samples, _ in per_role.values() for s in samples or ())
         metrics.update(
             step_time_s=dt,
@@ -441,6 +487,7 @@ class _TwoRoleTrainer:
             generation_s=timer.get("generation_s", 0.0),
             sandbox_time_share=timer.get("sandbox_wait_s", 0.0) / dt,
         )
+        metrics.update(rank_times(self.acc, self.phases, times, dt))
         self.state.step = step + 1
         return metrics
 
@@ -454,14 +501,20 @@ class _TwoRoleTrainer:
         self.state.history.append(row)
         if not self.acc.is_main_process:
             return
-        if mlflow is not None and mlflow.active_run() is not None:
+        if mlflow is not None and mlflow.active_run() is not None:  # queued: MLflow writes from its own thread
             mlflow.log_metrics(
                 {k.replace("/", "_"): v for k, v in row.items() if k != "step" and math.isfinite(v)},
                 step=self.state.step,
+                synchronous=False,
             )
+        # Each row is serialised once (a resumed run's earlier rows on its first write), so writing the log costs
+        # its length in bytes, not re-encoding every row at every step while the other ranks wait.
+        if len(self._log_rows) != len(self.state.history) - 1:
+            self._log_rows = [json.dumps(r) for r in self.state.history[:-1]]
+        self._log_rows.append(json.dumps(row))
         path = Path(self.cfg.log_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.state.history, indent=1))
+        path.write_text("[\n" + ",\n".join(self._log_rows) + "\n]\n")
 
     def resume(self) -> Path | None:
         """Load the newest complete checkpoint of ``checkpoint_dir`` (if ``resume``); returns its path."""
@@ -485,6 +538,7 @@ class _TwoRoleTrainer:
         )
         while self.state.step < self.cfg.max_steps:
             metrics = self.train_step()
+            t = time.perf_counter()
             s = self.state.step
             if self.cfg.eval_steps and s % self.cfg.eval_steps == 0 and s < self.cfg.max_steps:
                 metrics.update(self.evaluate())
@@ -493,19 +547,26 @@ class _TwoRoleTrainer:
             bar.set_postfix({k: f"{v:.3g}" for k, v in metrics.items() if k.startswith("reward/")})
             if s % self.cfg.save_steps == 0 and s < self.cfg.max_steps:
                 save_checkpoint(self.acc, self.cfg.checkpoint_dir, s, self.cfg.save_total_limit)
+            self.after_step_s = time.perf_counter() - t
         bar.close()
         final = self.evaluate()
         if final:
             self.log(final)
+        if self.acc.is_main_process:
+            _flush_mlflow()
         return final
 
     def save_models(self, outputs: dict[str, str]) -> None:
         self.acc.wait_for_everyone()
         if self.fsdp:  # gathering the full state dict is a collective: every rank takes part, rank 0 writes
-            states = {name: self.acc.get_state_dict(self.roles[name].model) for name in outputs}
+            full = [name for name in outputs if not self.cfg.role_model(name).lora.enabled]
+            states = {name: self.acc.get_state_dict(self.roles[name].model) for name in full}
             if self.acc.is_main_process:
                 for name, out in outputs.items():
-                    self.acc.unwrap_model(self.roles[name].model).save_pretrained(out, state_dict=states[name])
+                    if name in states:
+                        self.acc.unwrap_model(self.roles[name].model).save_pretrained(out, state_dict=states[name])
+                    else:  # LoRA: the unsharded sampling copy holds the base and the adapter as trained
+                        copy.deepcopy(self.samplers[name]).merge_and_unload().save_pretrained(out)
                     self.roles[name].tokenizer.save_pretrained(out)
             return
         if not self.acc.is_main_process:
@@ -525,6 +586,16 @@ class _TwoRoleTrainer:
         from trl.trainer.utils import shutdown_event_loop_in_daemon
 
         shutdown_event_loop_in_daemon(self._loop_thread, self._loop)
+
+
+def _flush_mlflow() -> None:
+    """Wait until MLflow has written the metrics queued by ``log`` (they must be in the run before it ends)."""
+    try:
+        import mlflow
+    except ImportError:
+        return
+    if mlflow.active_run() is not None:
+        mlflow.flush_async_logging()
 
 
 def _adapter_weight(name: str) -> bool:
@@ -907,8 +978,11 @@ def _run(
     val_problems=None,
     sandbox=None,
     progress=True,
+    save=True,
 ) -> dict[str, float]:
-    """Load the two roles' start checkpoints, train from the last checkpoint (if any), save both roles."""
+    """Load the two roles' start checkpoints, train from the last checkpoint (if any), save both roles (unless not
+    ``save``: timing runs, benchmarks/team_timing.py). With several processes per host each takes its share of the
+    cores (torch threads, sandbox workers: ``data_parallel.take_host_share``)."""
     from transformers import set_seed
 
     from corecode.models.factory import check_source
@@ -926,7 +1000,7 @@ def _run(
     _check_fits(cfg, names, starts, section)
     first, second = _load_roles(cfg, names, starts, keys)
     own_sandbox = sandbox is None
-    sandbox = sandbox or Sandbox(params.sandbox)
+    sandbox = sandbox or Sandbox(take_host_share(params.sandbox))
     chat = params.generation.use_chat_template  # prompts rendered as evaluation renders them
     trainer = trainer_cls(cfg, first, second, train_problems, sandbox, params.seed, val_problems, chat=chat)
     try:
@@ -934,7 +1008,8 @@ def _run(
         if claim_checkpoint_dir(cfg.checkpoint_dir, fingerprint):
             trainer.resume()
         final = trainer.train(progress=progress)
-        trainer.save_models(dict(zip(trainer_cls.role_names, outputs)))
+        if save:
+            trainer.save_models(dict(zip(trainer_cls.role_names, outputs)))
     finally:
         trainer.close()
         if own_sandbox and hasattr(sandbox, "close"):
