@@ -1,26 +1,120 @@
 #!/usr/bin/env bash
-# Team-GRPO scaling on a 2-GPU host: the gpu-dev profile's data + SFT, then grpo-team for the same number of steps on
-# 1 GPU (plain process) and on 2 GPUs (accelerate launch, configs/accelerate/ddp.yaml, one process per GPU), then the
-# 1-GPU GRPO team is evaluated. Per-step times: data/reports/train/grpo_team{,_ddp}.json (step_time_s, tokens_per_s).
-#   R=/tmp/gpurun STEPS=12 bash benchmarks/gpu_scaling.sh
+# Team-GRPO scaling across GPUs in ONE command (docs/gpu.md "Several GPUs"): for each shape of $SHAPES, grpo-team with
+# the same work per GPU on 1 GPU and, for each arrangement of $ARRANGEMENTS, on N GPUs (each N of $NGPUS that the host
+# has), $STEPS steps a run; then benchmarks/scaling_summary.py's table: median step time of steps 3.. with its spread,
+# programs/s, throughput against 1 GPU, and every rank's per-phase medians (corecode.training.timing).
+# Timing runs, no SFT: both roles start from random weights of the shape, every rollout runs to its max tokens
+# (grpo.team.fixed_length: each rank and step generates the same tokens), every sequence is trained
+# (grpo.team.skip_zero_advantage: false; random weights score 0 everywhere), both roles update, no evaluation, no
+# checkpoints, no final save (benchmarks/team_timing.py).
+#   R=/tmp/scaling bash benchmarks/gpu_scaling.sh          # every shape and arrangement; 2 GPUs (and 4 where 4 are seen)
+#   SHAPES=gpudev ARRANGEMENTS="ddp fsdp" NGPUS="2 4" STEPS=20 R=/tmp/scaling bash benchmarks/gpu_scaling.sh
+# Shapes:
+#   gpudev    the gpu-dev profile: its 92M model (init-model: random weights, the profile's tokenizer), 8 problems x 4
+#             plans x 4 programs per GPU, 96 / 192 tokens, static-cache generation (compiled in step 1), bf16
+#   lora1.5b  Qwen2.5-Coder-1.5B-Instruct's shape (benchmarks/standin_checkpoint.py; needs .bench/tok32k.json), the
+#             qwen2.5-coder-1.5b-instruct profile's LoRA, bf16 and gradient checkpointing; 4 x 2 x 2 per GPU,
+#             $TOKENS_15B tokens per plan and program, eager decoding (grpo.team.lean_decode: nothing compiles; a
+#             static cache would compile for minutes at this shape)
+#   full1.5b  the same with every weight trained (fp32 master weights + a bf16 sampling copy per role)
+# Arrangements: ddp, fsdp (accelerate launch, configs/accelerate/{ddp,fsdp}.yaml, one process per GPU, each with its
+#   own problems); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
+#   on 2 GPUs: grpo.team.planner_device / coder_device).
+# Leaves under $R, copied to $OUT when set: scaling.md (the tables), scaling.json, steps.tsv (wall and peak GPU memory
+# per run), env.txt, log.txt (every command's output) and logs.tgz (runs.tsv, per-step logs, params files).
 set -u
-R=${R:-/tmp/gpurun}; mkdir -p "$R" data; P=data/params.gpu-dev.yaml;  # data/ is ignored: survives a tree re-sync
-STEPS=${STEPS:-12}
-source "$(dirname "$0")/gpu_common.sh"  # step, CLI, the environment
-{ nvidia-smi --query-gpu=name,memory.total --format=csv; nproc; } >"$R/env.txt" 2>&1
-$CLI profile apply configs/profiles/gpu-dev.yaml -o $P --set sandbox.isolation=unshare \
-  --set sandbox.python=$(command -v python3) --set grpo.team.max_steps=$STEPS --set grpo.team.eval_steps=0 --set sft.max_steps=300 >>"$R/log" 2>&1
+R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
+STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp fsdp split}
+TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
+VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
+NGPUS=${NGPUS:-$([ "$VISIBLE" -ge 4 ] && echo "2 4" || echo 2)}
+source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation, CLI; NVLink multicast off
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; echo "visible GPUs: $VISIBLE"
+  python3 -c 'import torch, transformers, accelerate, peft; print(torch.__version__, transformers.__version__,
+accelerate.__version__, peft.__version__)'; } >"$R/env.txt" 2>&1
+RUNS=data/scaling/runs.tsv; : >$RUNS
 export CUDA_VISIBLE_DEVICES=0
-step build_data $CLI build-data --params $P
-step init_model $CLI init-model --params $P
-step sft_planner $CLI sft --role planner --params $P
-step sft_coder $CLI sft --role coder --params $P
-step grpo_1gpu $CLI grpo-team --params $P
-export CUDA_VISIBLE_DEVICES=0,1
-step grpo_2gpu python3 -m accelerate.commands.launch --config_file configs/accelerate/ddp.yaml -m corecode.cli --pipeline-outputs grpo-team \
-  --params $P --set grpo.team.planner_output=data/checkpoints/ddp_planner --set grpo.team.coder_output=data/checkpoints/ddp_coder \
-  --set grpo.team.checkpoint_dir=data/checkpoints/ddp_state --set grpo.team.log_path=data/reports/train/grpo_team_ddp.json
-export CUDA_VISIBLE_DEVICES=0
-step eval_grpo $CLI evaluate --method planner_coder_grpo --params $P
-tar czf "$R/reports.tgz" data/reports --exclude='*.jsonl' 2>/dev/null
+
+# Timing-run settings every shape shares (grpo.team; tracking off: the GPU image has no MLflow).
+COMMON=(--set grpo.team.max_steps=$STEPS --set grpo.team.eval_steps=0 --set grpo.team.eval_problems=0
+  --set grpo.team.save_steps=100000 --set grpo.team.resume=false --set "grpo.team.frozen_roles=[]"
+  --set grpo.team.skip_zero_advantage=false --set grpo.team.fixed_length=true --set grpo.team.ptx_coef=0
+  --set tracking.enabled=false --set sandbox.workers=14 --set "sandbox.python=$(command -v python3)")
+P=data/params.scaling-gpudev.yaml
+$CLI profile apply gpu-dev -o $P "${COMMON[@]}" >>"$R/log" 2>&1
+pick_isolation || echo "no sandbox isolation passed its self-test" >>"$R/steps.tsv"
+[ -f data/processed/composite_rl.jsonl ] || step build_data $CLI build-data --params $P
+
+# params SHAPE: writes data/params.scaling-SHAPE.yaml; sets PPS (problems per step per GPU) and PROGS (programs per
+# step per GPU), and makes the shape's start checkpoint when it is missing.
+params() {
+  local shape=$1 out=data/params.scaling-$1.yaml
+  case $shape in
+    gpudev)
+      [ -f data/scaling/gpudev-base/config.json ] || step init_gpudev $CLI init-model --params $P \
+        --out data/scaling/gpudev-base
+      PPS=8; PROGS=128
+      $CLI profile apply gpu-dev -o $out "${COMMON[@]}" "${ISO_SET[@]}" \
+        --set grpo.team.planner_model=data/scaling/gpudev-base --set grpo.team.coder_model=data/scaling/gpudev-base ;;
+    lora1.5b|full1.5b)
+      [ -f data/scaling/standin-1.5b/config.json ] || step standin_1.5b python3 benchmarks/standin_checkpoint.py \
+        --shape 1.5b --out data/scaling/standin-1.5b
+      local M=data/scaling/standin-1.5b lora=true; [ $shape = full1.5b ] && lora=false
+      PPS=4; PROGS=16
+      $CLI profile apply qwen2.5-coder-1.5b-instruct -o $out "${COMMON[@]}" "${ISO_SET[@]}" \
+        --set model.name_or_path=$M --set grpo.team.planner_model=$M --set grpo.team.coder_model=$M \
+        --set grpo.team.lora.enabled=$lora --set grpo.team.problems_per_step=$PPS --set grpo.team.num_plans=2 \
+        --set grpo.team.num_programs=2 --set grpo.team.max_plan_tokens=$TOKENS_15B \
+        --set grpo.team.max_code_tokens=$TOKENS_15B --set grpo.team.static_cache=false \
+        --set grpo.team.lean_decode=true ;;
+    *) echo "unknown shape $shape (gpudev, lora1.5b, full1.5b)" >>"$R/steps.tsv"; return 1 ;;
+  esac >>"$R/log" 2>&1
+}
+
+# report: the tables so far, and the files to bring back, under $R and $OUT (after every run: a command stopped at its
+# time limit still leaves the runs it finished).
+report() {
+  python3 benchmarks/scaling_summary.py $RUNS --json "$R/scaling.json" >"$R/scaling.md" 2>>"$R/log"
+  cp $RUNS "$R/runs.tsv"
+  tar czf "$R/logs.tgz" data/scaling/logs data/scaling/runs.tsv data/params.scaling-*.yaml "$R"/mem.* 2>/dev/null
+  tail -c 8000000 "$R/log" >"$R/log.txt"  # the run tool brings back files of at most 16 MB
+  [ -z "${OUT:-}" ] || cp "$R"/{scaling.md,scaling.json,steps.tsv,env.txt,log.txt,logs.tgz} "$OUT"/ 2>/dev/null
+  return 0
+}
+
+# run SHAPE ARRANGEMENT GPUS PROGRAMS CMD...: one timing run on GPUs 0..GPUS-1, its line in runs.tsv.
+run() {
+  local shape=$1 arr=$2 gpus=$3 programs=$4; shift 4
+  local name=${shape}_${arr}_${gpus}gpu log=data/scaling/logs/${shape}_${arr}_${gpus}gpu.json t0=$(date +%s.%N)
+  rm -f "$log"
+  export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1)))
+  step "$name" timeout -k 20 $RUN_TIMEOUT "$@" --params data/params.scaling-$shape.yaml --set "grpo.team.log_path=$log" \
+    --set "grpo.team.checkpoint_dir=data/scaling/state/$name"
+  local rc=$?
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$arr" "$gpus" "$programs" "$log" "$rc" \
+    "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" >>$RUNS
+  export CUDA_VISIBLE_DEVICES=0
+  report
+}
+
+TIMING="python3 benchmarks/team_timing.py"
+LAUNCH="python3 -m accelerate.commands.launch"
+for shape in $SHAPES; do
+  params $shape || continue
+  run $shape single 1 $PROGS $TIMING
+  for n in $NGPUS; do
+    [ "$n" -le "$VISIBLE" ] || { echo "$n GPUs asked for, $VISIBLE visible: skipped" >>"$R/steps.tsv"; continue; }
+    for arr in $ARRANGEMENTS; do
+      case $arr in
+        ddp|fsdp) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/$arr.yaml \
+          --num_processes $n benchmarks/team_timing.py ;;
+        split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
+          --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
+        *) echo "unknown arrangement $arr (ddp, fsdp, split)" >>"$R/steps.tsv" ;;
+      esac
+    done
+  done
+done
+
+cat "$R/scaling.md"
 touch "$R/DONE"

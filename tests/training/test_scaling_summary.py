@@ -1,0 +1,47 @@
+"""benchmarks/scaling_summary.py: the table of benchmarks/gpu_scaling.sh from team-GRPO logs (their real keys)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "scaling_summary.py"
+
+
+def _log(path: Path, ranks: int, step_times: list[float]) -> str:
+    rows = []
+    for i, t in enumerate(step_times, 1):
+        row = {"step": i, "step_time_s": t}
+        for r in range(ranks):
+            row |= {f"time/rank{r}/coder_generation_s": t / 2, f"time/rank{r}/wait_s": 0.1 * r}
+            row |= {f"time/rank{r}/log_checkpoint_s": 0.01, f"time/rank{r}/step_s": t}
+        rows.append(row)
+    path.write_text(json.dumps(rows))
+    return str(path)
+
+
+def test_table_medians_ratios_and_phases(tmp_path):
+    single = _log(tmp_path / "one.json", 1, [30.0, 5.0, 1.0, 1.2, 1.1])  # steps 1-2 (compile) left out
+    ddp = _log(tmp_path / "ddp.json", 2, [20.0, 3.0, 1.0, 1.1, 1.0])
+    split = _log(tmp_path / "split.json", 1, [20.0, 3.0, 2.0, 2.0, 2.0])
+    runs = tmp_path / "runs.tsv"
+    runs.write_text(
+        f"s\tsingle\t1\t10\t{single}\t0\t60\n"
+        f"s\tddp\t2\t20\t{ddp}\t0\t50\n"
+        f"s\tsplit\t2\t20\t{split}\t0\t70\n"
+        f"s\tfsdp\t2\t20\t{tmp_path / 'missing.json'}\t1\t9\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(runs), "--json", str(tmp_path / "s.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    got = {(r["arrangement"], r["gpus"]): r for r in json.loads((tmp_path / "s.json").read_text())}
+    one, two, sp = got["single", 1], got["ddp", 2], got["split", 2]
+    assert one["median_s"] == 1.1 and one["measured"] == 3 and one["min_s"] == 1.0 and one["max_s"] == 1.2
+    assert two["median_s"] == 1.0 and two["vs_1gpu"] == (20 / 1.0) / (10 / 1.1)
+    assert sp["vs_ddp"] == 0.5 and sp["vs_1gpu"] == (20 / 2.0) / (10 / 1.1)
+    assert two["phases"]["1"]["wait"] == 0.1 and two["phases"]["0"]["other"] == 0.5  # step - generation - wait
+    assert "failed (exit 1)" in out and "| s | ddp | 2 | 20 | 5 | 1.000 |" in out
+    assert "| s | ddp | 2 | 1 | 0.500 | 0.100 | 0.400 | 1.000 | 0.010 |" in out  # rank 1's phases
