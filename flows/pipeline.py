@@ -30,7 +30,7 @@ from prefect.tasks import exponential_backoff
 
 # Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
 # across flow runs, and the GPU deployments (prefect.yaml) select them.
-GPU_STAGES = frozenset({"sft", "grpo", "grpo_single", "magrpo"})
+GPU_STAGES = frozenset({"sft", "grpo", "grpo_ptx", "grpo_single", "magrpo"})
 # A stage command exiting with one of these is a usage/input error (typer's exit 2): retrying cannot fix it.
 PERMANENT_EXIT_CODES = (2,)
 PARENT_ENV = "CORECODE_PARENT_RUN_ID"

@@ -320,12 +320,14 @@ class MAGRPOParams(TwoRoleGRPOParams):
     checkpoint_dir: str = Field("data/run_state/magrpo", description="Resumable training checkpoints.")
     log_path: str = Field("data/reports/train/grpo_magrpo.json", description="Per-step log (JSON list).")
 
-    num_generations: int = Field(2, ge=2, description="G: helper completions per problem (joint groups of size G).")
+    num_generations: int = Field(4, ge=2, description="G: helper completions per problem (joint groups of size G).")
     max_helper_tokens: int = Field(64, ge=1, description="Max new tokens of the helper's code.")
     max_main_tokens: int = Field(96, ge=1, description="Max new tokens of the main agent's code.")
-    problems_per_step: int = Field(16, ge=1, description="Problems per step (per process).")
+    problems_per_step: int = Field(
+        8, ge=1, description="Problems per step (per process); x num_generations: the team's 32 programs a step."
+    )
     max_steps: int = Field(200, ge=1, description="Optimizer steps (each step = one rollout batch).")
-    learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate (both agents).")
+    learning_rate: float = Field(1e-4, gt=0, description="AdamW learning rate (both agents).")
     ptx_coef: float = Field(2.0, ge=0, description=TwoRoleGRPOParams.model_fields["ptx_coef"].description)
     ptx_data: dict[str, str] = Field(
         default_factory=lambda: {"helper": "data/processed/coder.jsonl", "main": "data/processed/coder.jsonl"},
