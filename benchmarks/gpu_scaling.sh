@@ -9,13 +9,17 @@
 # checkpoints, no final save (benchmarks/team_timing.py).
 #   R=/tmp/scaling bash benchmarks/gpu_scaling.sh          # every shape and arrangement; 2 GPUs (and 4 where 4 are seen)
 #   SHAPES=gpudev ARRANGEMENTS="ddp fsdp" NGPUS="2 4" STEPS=20 R=/tmp/scaling bash benchmarks/gpu_scaling.sh
-# Shapes:
+# A command stops starting runs $DEADLINE seconds after it began (default 540: the lent machines' 10-minute command) and
+# ends a run still going then; run it again on the same machine and it goes on with the runs not done yet (RESUME=1,
+# the default; a run that failed is not retried; RESUME=0 starts over). Every run's figures are in the tables as soon
+# as it ends.
+# Shapes (decoding is eager everywhere, grpo.team.lean_decode, so nothing compiles: a static cache compiles for about a
+# minute at the gpu-dev shape and several at 1.5B; GPUDEV_DECODE=static takes the gpu-dev profile's static cache):
 #   gpudev    the gpu-dev profile: its 92M model (init-model: random weights, the profile's tokenizer), 8 problems x 4
-#             plans x 4 programs per GPU, 96 / 192 tokens, static-cache generation (compiled in step 1), bf16
+#             plans x 4 programs per GPU, 96 / 192 tokens, bf16 (fp32 master weights, a bf16 sampling copy per role)
 #   lora1.5b  Qwen2.5-Coder-1.5B-Instruct's shape (benchmarks/standin_checkpoint.py; needs .bench/tok32k.json), the
 #             qwen2.5-coder-1.5b-instruct profile's LoRA, bf16 and gradient checkpointing; 4 x 2 x 2 per GPU,
-#             $TOKENS_15B tokens per plan and program, eager decoding (grpo.team.lean_decode: nothing compiles; a
-#             static cache would compile for minutes at this shape)
+#             $TOKENS_15B tokens per plan and program
 #   full1.5b  the same with every weight trained (fp32 master weights + a bf16 sampling copy per role)
 # Arrangements: ddp, fsdp (accelerate launch, configs/accelerate/{ddp,fsdp}.yaml, one process per GPU, each with its
 #   own problems); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
@@ -26,13 +30,14 @@ set -u
 R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
 STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp fsdp split}
 TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
+DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-lean}; START=$(date +%s); LEFT_OVER=0
 VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
 NGPUS=${NGPUS:-$([ "$VISIBLE" -ge 4 ] && echo "2 4" || echo 2)}
 source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation, CLI; NVLink multicast off
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; echo "visible GPUs: $VISIBLE"
   python3 -c 'import torch, transformers, accelerate, peft; print(torch.__version__, transformers.__version__,
 accelerate.__version__, peft.__version__)'; } >"$R/env.txt" 2>&1
-RUNS=data/scaling/runs.tsv; : >$RUNS
+RUNS=data/scaling/runs.tsv; [ "$RESUME" = 1 ] && [ -f $RUNS ] || : >$RUNS
 export CUDA_VISIBLE_DEVICES=0
 
 # Timing-run settings every shape shares (grpo.team; tracking off: the GPU image has no MLflow).
@@ -53,8 +58,9 @@ params() {
     gpudev)
       [ -f data/scaling/gpudev-base/config.json ] || step init_gpudev $CLI init-model --params $P \
         --out data/scaling/gpudev-base
-      PPS=8; PROGS=128
-      $CLI profile apply gpu-dev -o $out "${COMMON[@]}" "${ISO_SET[@]}" \
+      PPS=8; PROGS=128; local decode=(--set grpo.team.static_cache=false --set grpo.team.lean_decode=true)
+      [ "$GPUDEV_DECODE" = static ] && decode=()
+      $CLI profile apply gpu-dev -o $out "${COMMON[@]}" "${ISO_SET[@]}" "${decode[@]}" \
         --set grpo.team.planner_model=data/scaling/gpudev-base --set grpo.team.coder_model=data/scaling/gpudev-base ;;
     lora1.5b|full1.5b)
       [ -f data/scaling/standin-1.5b/config.json ] || step standin_1.5b python3 benchmarks/standin_checkpoint.py \
@@ -86,11 +92,19 @@ report() {
 run() {
   local shape=$1 arr=$2 gpus=$3 programs=$4; shift 4
   local name=${shape}_${arr}_${gpus}gpu log=data/scaling/logs/${shape}_${arr}_${gpus}gpu.json t0=$(date +%s.%N)
+  local key="$shape	$arr	$gpus	"
+  # a run an earlier call finished (or that failed there: it would again) is not run again; one stopped is
+  if grep "^$key" $RUNS | grep -qv "	stopped	"; then echo "$name: run in an earlier call" >>"$R/log"; return; fi
+  local left=$((DEADLINE - $(date +%s) + START))
+  if [ $left -lt 60 ]; then echo "$name: not started, $left s left (run the command again)" | tee -a "$R/steps.tsv"
+    LEFT_OVER=1; return; fi
   rm -f "$log"
   export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((gpus - 1)))
-  step "$name" timeout -k 20 $RUN_TIMEOUT "$@" --params data/params.scaling-$shape.yaml --set "grpo.team.log_path=$log" \
-    --set "grpo.team.checkpoint_dir=data/scaling/state/$name"
+  step "$name" timeout -k 20 $((left < RUN_TIMEOUT ? left : RUN_TIMEOUT)) "$@" --params data/params.scaling-$shape.yaml \
+    --set "grpo.team.log_path=$log" --set "grpo.team.checkpoint_dir=data/scaling/state/$name"
   local rc=$?
+  [ $left -lt $RUN_TIMEOUT ] && { [ $rc = 124 ] || [ $rc = 137 ]; } && { rc=stopped; LEFT_OVER=1; }  # the deadline
+  grep -v "^$key" $RUNS >$RUNS.tmp; mv $RUNS.tmp $RUNS  # an earlier call's stopped try of this run
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$arr" "$gpus" "$programs" "$log" "$rc" \
     "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" >>$RUNS
   export CUDA_VISIBLE_DEVICES=0
@@ -116,5 +130,6 @@ for shape in $SHAPES; do
   done
 done
 
+report
 cat "$R/scaling.md"
-touch "$R/DONE"
+if [ $LEFT_OVER = 0 ]; then touch "$R/DONE"; else echo "runs left: run the same command again to go on"; fi

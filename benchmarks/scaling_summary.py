@@ -5,7 +5,8 @@ against the same shape's 1-GPU run, and every rank's per-phase medians (corecode
     python benchmarks/scaling_summary.py RUNS_TSV [--first 3] [--json OUT.json] > scaling.md
 
 RUNS_TSV: one line per run, tab-separated: shape, arrangement, GPUs, programs per step (all processes), per-step log
-(grpo.team.log_path), exit code, wall seconds. A run that failed or logged no step past FIRST is listed as such.
+(grpo.team.log_path), exit code (or ``stopped``: ended by the script's deadline), wall seconds. A run that failed or
+logged no step past FIRST is listed as such.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def quartiles(values: list[float]) -> tuple[float, float]:
 def read_run(line: str, first: int) -> dict:
     shape, arrangement, gpus, programs, log, rc, wall = (line.rstrip("\n").split("\t") + [""] * 7)[:7]
     run = {"shape": shape, "arrangement": arrangement, "gpus": int(gpus), "programs": int(programs), "log": log}
-    run.update(rc=int(rc) if rc.strip() else None, wall_s=float(wall) if wall.strip() else None)
+    run.update(rc=int(rc) if rc.strip().isdigit() else rc.strip() or None, wall_s=float(wall) if wall.strip() else None)
     path = Path(log)
     rows = [r for r in json.loads(path.read_text()) if "step_time_s" in r] if path.exists() else []
     later = [r for r in rows if r["step"] >= first]
@@ -90,6 +91,7 @@ def table(runs: list[dict], first: int) -> str:
         wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "-"
         if "median_s" not in r:
             why = f"failed (exit {r['rc']})" if r.get("rc") else f"{r['steps']} steps logged"
+            why = "stopped at the command's deadline" if r.get("rc") == "stopped" else why
             out.append(f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {why} |||||||{wall} |")
             continue
         ratio = f"{r['vs_1gpu']:.2f}x" if "vs_1gpu" in r else "-"
