@@ -223,6 +223,9 @@ def load_model(
     adapter directory (peft; its base is loaded the same way and the adapter merged in, giving a plain model). A
     source that cannot be loaded fails first, naming ``key`` (:func:`check_source`).
     """
+    from corecode.generation.attention_mask import mend_sdpa_masks
+
+    mend_sdpa_masks()  # left-padded batches: no NaN from query rows without a key on a GPU
     check_source(name_or_path, key, revision=revision)
     base = adapter_base(name_or_path)
     source, pointed_revision = resolve_source(base or name_or_path)

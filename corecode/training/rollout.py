@@ -40,6 +40,19 @@ def _completion_ids(row: list[int], eos_ids: set[int], pad_id: int | None) -> tu
     return row, "length"
 
 
+def check_vocabulary(model, tokenizer) -> None:
+    """A model must have an embedding row for every token id its tokenizer produces (more rows are fine: the hub's
+    checkpoints pad theirs): otherwise an id past the table ends a GPU run with a device-side assert, not an error."""
+    rows = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > rows:
+        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        raise ValueError(
+            f"tokenizer {name!r} has {len(tokenizer)} tokens but the model's embedding has {rows} rows: ids from "
+            f"{rows} up would index past it; use the tokenizer saved with the checkpoint, or resize the embedding "
+            "(model.resize_token_embeddings(len(tokenizer)))"
+        )
+
+
 @torch.no_grad()
 def generate_chunks(
     model,
@@ -63,9 +76,12 @@ def generate_chunks(
     has one) and cut where evaluation stops (EOS, the model's EOS ids, the template's end-of-turn token).
     ``fixed_length`` blocks every stop token, so each completion has ``max_new_tokens`` tokens (timing runs: every
     chunk, step and rank does the same work)."""
+    from corecode.generation.attention_mask import mend_sdpa_masks
     from corecode.generation.lean_decode import LeanDecoder
     from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered
 
+    check_vocabulary(model, tokenizer)
+    mend_sdpa_masks()  # left padding: no query row without a key (NaN on a GPU, see corecode.generation.attention_mask)
     was_training = model.training
     model.eval()
     eos_ids, pad_id = stop_token_ids(tokenizer, getattr(model, "generation_config", None)), tokenizer.pad_token_id
