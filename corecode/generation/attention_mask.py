@@ -2,11 +2,12 @@
 
 transformers 5 builds SDPA's boolean mask without the correction it used to apply (``sdpa_mask``'s
 ``allow_torch_fix`` is "deprecated and has no effect"): the query row of a left-padding token is causally limited to
-keys the padding mask then removes, so it attends to nothing. torch's CPU kernels give such a row 0. On a GPU the
-forward that ``generate(cache_implementation="static")`` compiles gave it NaN (H100, torch 2.11, transformers 5.17,
-``benchmarks/grpo_step.py --shape 1.5b``), and the NaN reached every real token through the next layer, where the
-padding positions' keys and values enter attention with weight 0 (0 x NaN = NaN): the rollout's sampling then stopped
-on a device-side assert (``probability tensor contains either inf, nan or element < 0``).
+keys the padding mask then removes, so it attends to nothing. torch's CPU kernels give such a row 0; GPU kernels can
+give it NaN, and a NaN there reaches every real token through the next layer, where the padding positions' keys and
+values enter attention with weight 0 (0 x NaN = NaN). That is how ``benchmarks/grpo_step.py --shape 1.5b`` failed on an
+H100 (torch 2.11, transformers 5.17, 2026-11-27): with the static KV cache, whose forward ``generate`` compiles and
+whose prompts are left-padded to a multiple of 64, the Coder's rollout stopped on a device-side assert in sampling
+(``probability tensor contains either inf, nan or element < 0``); without it, two team steps ran.
 
 ``mend_sdpa_masks()`` registers the same masks under ``sdpa`` in transformers' ``AttentionMaskInterface`` (its hook
 for custom masks), with each row that attends to nothing opened to every key, as transformers 4 did. Those rows'
