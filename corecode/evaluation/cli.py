@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
 
         out_path = out or Path(f"{samples}_results.jsonl")
         with Sandbox(sandbox_params) as sb:
-            sb.start()  # the jails and judges boot on the other cores while the benchmark and the samples are read
+            sb.start()  # the jails boot on the other cores while the benchmark and the samples are read
             from corecode.evaluation.benchmarks import BenchmarkError, get_benchmark
             from corecode.evaluation.eval_samples import SampleFileError, eval_sample_file, read_samples
 

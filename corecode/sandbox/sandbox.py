@@ -76,7 +76,8 @@ class Sandbox:
         """Start the pool in the background and return at once; the first ``run`` or ``prepare`` waits for it.
 
         For callers with other work to do first (the CLI reads the benchmark and the sample file meanwhile): the jails
-        and judges boot on the other cores. A start that fails is retried, and raises, at first use.
+        boot on the other cores (the judges at their first call). A start that fails is retried, and raises, at first
+        use.
         """
 
         def start_quietly() -> None:
@@ -100,10 +101,9 @@ class Sandbox:
             judges = [JudgeClient(self.params.judge_timeout_s) for _ in range(self.params.workers)]
             try:
                 interpreter_paths(self.params.python)  # once, before the workers that need it start in parallel
-                booting = [self._spawner.submit(j.start) for j in judges]  # the judges boot beside the jails
+                # The judges start at their first call (a recording or a replay), not here: a run whose tests are
+                # cached and whose samples pass never needs one, and the jails boot sooner without them.
                 list(self._spawner.map(Worker._start, workers))
-                for b in booting:
-                    b.result()
             except Exception:
                 for w in workers:
                     w.close()
