@@ -87,7 +87,10 @@ def setup_results_block() -> None:
 
     remote = urlsplit(os.environ["CORECODE_DVC_REMOTE_URL"])
     base = f"ssh://{remote.username}@{remote.hostname}:{remote.port or 22}{Path(remote.path).parent}/prefect-results"
-    settings = {
+    settings = {  # fsspec builds the filesystem from these alone: the host is not read from the base path
+        "host": remote.hostname,
+        "port": remote.port or 22,
+        "username": remote.username,
         "client_keys": [os.environ["CORECODE_DVC_REMOTE_KEYFILE"]],
         "known_hosts": os.environ["CORECODE_DVC_REMOTE_KNOWN_HOSTS"],
     }

@@ -88,7 +88,7 @@ start_postgres() {
 
 start_sshd() {
   local d="$STATE/ssh"
-  mkdir -p "$d" "$REMOTE_DIR" && chmod 700 "$d"
+  mkdir -p "$d" "$REMOTE_DIR" "$STATE/prefect-results" && chmod 700 "$d"  # results: the block writes no parent dirs
   [[ -f "$d/host_ed25519" ]] || ssh-keygen -q -t ed25519 -N '' -C corecode-sshd -f "$d/host_ed25519"
   [[ -f "$d/client_ed25519" ]] || ssh-keygen -q -t ed25519 -N '' -C corecode-dvc -f "$d/client_ed25519"
   install -m 600 "$d/client_ed25519.pub" "$d/authorized_keys"
