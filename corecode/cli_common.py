@@ -12,7 +12,7 @@ A stage command run by hand writes under ``data/work/manual/`` (:func:`output_pa
 cannot replace what the pipeline produced; dvc.yaml's commands pass ``corecode --pipeline-outputs`` to write the
 pipeline's places under ``data/``.
 
-Kept apart from ``corecode.cli``, which imports every command module, so the command modules can import it without a
+Kept apart from ``corecode.cli``, which imports each command's module, so the command modules can import it without a
 cycle; like them it imports nothing heavy at module level.
 """
 
