@@ -9,7 +9,14 @@ import yaml
 GRPO = {"eval_steps": 0, "eval_problems": 2, "static_cache": False, "bf16": False, "gradient_checkpointing": False}
 TINY = {
     "data": {"composite": {"n_train": 40, "n_val": 8, "n_test": 6, "n_rl": 8, "n_dev": 4}},
-    "sft": {"max_steps": 2, "batch_size": 4, "check_n": 0, "logging_steps": 1, "torch_threads": 1},
+    "sft": {
+        "max_steps": 2,
+        "batch_size": 4,
+        "check_n": 0,
+        "logging_steps": 1,
+        "torch_threads": 1,
+        **{role: {"max_steps": 2} for role in ("planner", "coder", "single")},  # per-role overrides win
+    },
     "grpo": {
         "team": {
             **GRPO,

@@ -1,0 +1,270 @@
+"""Share-nothing workers end to end, with the real services of deploy/services.sh (PostgreSQL, the MLflow tracking
+server, the Prefect server, the DVC remote's sshd) started in a state directory of their own.
+
+A CPU worker and two GPU-pool workers (CPU here), each in its own directory with its own clone, run the tiny pipeline
+(tests/deploy/tiny.py) to promotion from a git origin holding a snapshot of this working tree. Faults: the first GPU
+worker is killed (its whole process group) once team GRPO has pushed a checkpoint, and the second one resumes from
+it; the MLflow server restarts while a training stage runs and no run, metric or artifact is lost; a stopped sshd
+fails a stage with a message naming the DVC remote after the retry policy retried it, and a bad params.yaml (the
+command's exit 2) is not retried. The workers share this machine's venv (the installed software), nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(Path(__file__).parent)]  # `flows` (a top-level directory) and tiny.py
+from tiny import write_tiny_params  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SERVICES = REPO / "deploy" / "services.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _can_run_services() -> str | None:
+    if shutil.which("sshd") or Path("/usr/sbin/sshd").exists():
+        if list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
+            return None
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        return None
+    return "needs PostgreSQL and openssh-server (Debian packages), or root with apt to install them"
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
+
+
+def _snapshot_origin(tmp: Path) -> tuple[str, Path]:
+    """A bare git origin holding this working tree (tracked and untracked-not-ignored files) with tiny params."""
+    src = tmp / "src"
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for rel in filter(None, (f.decode() for f in files)):
+        if (REPO / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, src / rel)
+    write_tiny_params(src / "params.yaml")
+    ident = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=src, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=src, check=True)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "snapshot"], cwd=src, check=True)
+    origin = tmp / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(origin)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(origin)], cwd=src, check=True)
+    return str(origin), src
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory):
+    reason = _can_run_services()
+    if reason:
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("share_nothing")
+    git_url, src = _snapshot_origin(tmp)
+    # the postgres user must be able to enter the state dir: not under pytest's private (0700) tmp tree
+    state = Path(tempfile.mkdtemp(prefix="corecode-services-", dir="/tmp"))
+    env = dict(os.environ)
+    env.update(
+        CORECODE_SERVICES_DIR=str(state),
+        CORECODE_PG_PORT=str(_free_port()),
+        CORECODE_MLFLOW_PORT=str(_free_port()),
+        CORECODE_PREFECT_PORT=str(_free_port()),
+        CORECODE_SSH_PORT=str(_free_port()),
+        CORECODE_LOST_WORKER_AFTER="60",
+        CORECODE_GIT_URL=git_url,
+        CORECODE_GIT_BRANCH="main",
+    )
+    try:
+        subprocess.run(["bash", str(SERVICES), "start"], env=env, check=True, timeout=1200)
+        worker_env = {**os.environ, **_env_file(state / "services.env")}
+        worker_env.update(
+            PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+            OMP_NUM_THREADS="1",
+            PREFECT_WORKER_QUERY_SECONDS="2",
+            PREFECT_WORKER_PREFETCH_SECONDS="2",
+        )
+        worker_env.pop("CORECODE_PARENT_RUN_ID", None)
+        yield {"state": state, "env": env, "worker_env": worker_env, "tmp": tmp, "src": src, "git_url": git_url}
+    finally:
+        subprocess.run(["bash", str(SERVICES), "stop"], env=env, timeout=300)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _worker(svc, name: str, pool: str, limit: int) -> subprocess.Popen:
+    """`prefect worker start` in its own directory (its clone and checkout live there), in its own process group."""
+    wdir = svc["tmp"] / name
+    wdir.mkdir(exist_ok=True)
+    env = {**svc["worker_env"], "CORECODE_WORKER_DIR": str(wdir)}
+    log = open(svc["tmp"] / f"{name}.log", "ab")
+    cmd = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--limit", str(limit), "--name", name]
+    return subprocess.Popen(cmd, cwd=wdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    import psutil
+
+    procs = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    for p in procs:
+        p.kill()
+    psutil.wait_procs(procs, timeout=30)
+
+
+def _settings(svc):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    return temporary_settings(updates={PREFECT_API_URL: svc["worker_env"]["PREFECT_API_URL"]})
+
+
+def _step_dirs(state: Path) -> list[int]:
+    base = state / "dvc-remote" / "corecode-run-state"
+    return [int(p.name.split("-")[1]) for p in base.glob("*/grpo/data/run_state/grpo_team/step-*")]
+
+
+def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlflow_restart(services):
+    svc = services
+    state, wenv = svc["state"], svc["worker_env"]
+    deploy = subprocess.run(
+        [str(BIN / "prefect"), "--no-prompt", "deploy", "--name", "pipeline-remote", "--name", "stage-gpu"],
+        cwd=svc["src"],
+        env=wenv,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    workers = {
+        "cpu": _worker(svc, "cpu-worker", "corecode-cpu", 2),
+        "gpu1": _worker(svc, "gpu-worker-1", "corecode-gpu", 1),
+    }
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    try:
+        with _settings(svc):
+            params = {"retries": 3, "retry_backoff_s": 10, "lost_worker_retries": 2}  # backoff 10, 20, 40 s
+            run = run_deployment("corecode-pipeline-remote/pipeline-remote", parameters=params, timeout=0)
+            restarted, killed, deadline = False, False, time.time() + 3600
+            with get_client(sync_client=True) as client:
+                while True:
+                    fr = client.read_flow_run(run.id)
+                    if fr.state.is_final() or time.time() > deadline:
+                        break
+                    if not restarted and (svc["tmp"] / "gpu-worker-1" / "checkout").exists():
+                        # a training stage is under way on the GPU worker: restart the tracking server under it
+                        subprocess.run(["bash", str(SERVICES), "restart-mlflow"], env=svc["env"], check=True)
+                        restarted = True
+                    if not killed and any(s >= 1 for s in _step_dirs(state)):
+                        _kill_tree(workers["gpu1"])  # the host is gone: the worker and its flow runs
+                        workers["gpu2"] = _worker(svc, "gpu-worker-2", "corecode-gpu", 1)
+                        killed = True
+                    time.sleep(2)
+            assert fr.state.is_completed(), f"{fr.state.name}: {fr.state.message}"
+            result = fr.state.result()
+    finally:
+        for p in workers.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(timeout=60)
+    assert restarted and killed
+
+    from flows.pipeline import stage_order
+
+    order = stage_order(svc["src"])
+    assert list(result["lock"]) == order  # every stage, in order, with its dvc.lock entry
+    rows = {r["stage"]: r for r in result["stages"]}
+    resumed = rows["grpo"]["resumed_from"]
+    assert resumed and int(resumed.rsplit("step-", 1)[1]) >= 1, rows["grpo"]  # resumed past step 0
+    assert {rows[s]["pool"] for s in order if s.startswith("sft@")} == {"gpu"}
+    # the run branch holds the assembled dvc.lock; promotion.json came back through the remote
+    lock = subprocess.run(
+        ["git", "show", f"{result['branch']}:dvc.lock"], cwd=svc["git_url"], capture_output=True, text=True
+    )
+    assert yaml.safe_load(lock.stdout)["stages"] == result["lock"]
+    promo = next(o for o in result["lock"]["promote"]["outs"] if o["path"] == "data/reports/promotion.json")
+    assert json.loads((state / "dvc-remote" / "corecode-uncached" / promo["md5"]).read_text())
+
+    # MLflow: the parent finished, every stage has a finished run with its metrics, artifacts come back over HTTP
+    from mlflow import MlflowClient
+
+    client = MlflowClient(wenv["MLFLOW_TRACKING_URI"])
+    (exp,) = [e for e in client.search_experiments() if e.name == "corecode"]
+    (parent,) = client.search_runs([exp.experiment_id], "tags.`corecode.kind` = 'pipeline'")
+    assert parent.info.status == "FINISHED"
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    finished = {r.data.tags.get("corecode.stage"): r for r in children if r.info.status == "FINISHED"}
+    wanted = {s.replace("@", "_") for s in order if s.startswith(("sft@", "evaluate@"))} | {"report", "promote"}
+    assert wanted <= set(finished), sorted(wanted - set(finished))
+    trained = [r for n, r in finished.items() if n and n.startswith("sft")]
+    assert trained and all(r.data.metrics for r in trained)
+    for r in trained:  # the per-step loss of every training step is there, restart or not (max_steps 2, logged each)
+        assert {m.step for m in client.get_metric_history(r.info.run_id, "loss")} == {1, 2}, r.data.tags
+    with_artifacts = [r for r in finished.values() if client.list_artifacts(r.info.run_id)]
+    assert with_artifacts
+    local = client.download_artifacts(with_artifacts[0].info.run_id, client.list_artifacts(r.info.run_id)[0].path)
+    assert Path(local).exists()
+
+
+def test_a_stopped_service_is_named_and_retried_and_bad_params_are_not(services, tmp_path, monkeypatch):
+    svc = services
+    for k, v in svc["worker_env"].items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CORECODE_WORKER_DIR", str(tmp_path / "probe-worker"))
+    from prefect.client.orchestration import get_client
+
+    from flows.remote import stage_flow
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=svc["src"], capture_output=True, text=True).stdout.strip()
+
+    def attempts(state) -> int:
+        with get_client(sync_client=True) as client:
+            from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+            (task_run,) = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+            )
+            return task_run.run_count
+
+    with _settings(svc):
+        subprocess.run(["bash", str(SERVICES), "stop-one", "sshd"], env=svc["env"], check=True)
+        try:
+            kw = dict(git_url=svc["git_url"], run_key="probe", retries=1, retry_backoff_s=1, return_state=True)
+            state = stage_flow(stage="params", commit=commit, **kw)
+        finally:
+            subprocess.run(["bash", str(SERVICES), "start-one", "sshd"], env=svc["env"], check=True)
+        assert state.is_failed()
+        assert "DVC remote (SSH server) at 127.0.0.1:" in str(state.message) + repr(state.data), state.message
+        assert attempts(state) == 2  # connection refused is transient: retried once
+
+        src = svc["src"]
+        raw = yaml.safe_load((src / "params.yaml").read_text())
+        raw["sft"]["max_steps"] = "abc"
+        (src / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        ident = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
+        subprocess.run(["git", *ident, "commit", "-qam", "typo"], cwd=src, check=True)
+        subprocess.run(["git", "push", "-q", "origin", "HEAD:refs/heads/typo"], cwd=src, check=True)
+        bad = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+        state = stage_flow(stage="params", commit=bad, **kw)
+        assert state.is_failed()
+        with pytest.raises(Exception, match=r"error: params.yaml: invalid parameters: sft.max_steps"):
+            state.result()
+        assert attempts(state) == 1  # exit 2: bad input, not retried
