@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 # (docs/benchmarks.md); `make run` overrides this with RUN_THREADS.
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup sandbox-deps browser-deps run lint format test test-fast prefect mlflow-ui services services-stop clean-venv
+.PHONY: setup sandbox-deps browser-deps run lint format test test-deploy test-fast prefect mlflow-ui services services-stop clean-venv
 
 # --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
 # Python compiles the modules a run imports on first use instead, and keeps them: make lets it write the bytecode
@@ -74,8 +74,13 @@ format: setup
 # The browser test runs in its own pytest process: its Prefect and MLflow servers and the flows tests' session-wide
 # prefect_test_harness do not share one process (together, the harness's teardown hangs).
 test: lint browser-deps
-	$(BIN)/python -m pytest -q --ignore=tests/flows/test_flows_browser.py
+	$(BIN)/python -m pytest -q --ignore=tests/flows/test_flows_browser.py --ignore=tests/deploy/test_share_nothing.py
 	$(BIN)/python -m pytest -q tests/flows/test_flows_browser.py
+
+# The share-nothing end-to-end test (real PostgreSQL, MLflow and Prefect servers, sshd, workers in their own
+# checkouts; about 16 minutes here) is kept out of `make test`'s 20 minutes; .ci/run runs it after make test.
+test-deploy: setup
+	$(BIN)/python -m pytest -q tests/deploy/test_share_nothing.py
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
