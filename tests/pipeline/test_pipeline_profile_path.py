@@ -34,6 +34,7 @@ COMPOSITE = dict(
     n_val=16,
     n_test=40,
     n_rl=8,
+    n_dev=16,
     train_max_steps=2,
     test_max_steps=2,
     test_longer_frac=0.0,
