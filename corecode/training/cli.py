@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params, output_path
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
 
 # What to change when a training stage runs out of (GPU) memory: corecode.models.oom.oom_guard puts these in the error.
 _SFT_OOM_HINTS = (
@@ -162,6 +162,25 @@ def _register_single(app: typer.Typer) -> None:
         )
 
 
+def _control_without_ptx(team) -> None:
+    """The ptx-only control of a recipe without a ptx term (``ptx_coef: 0``, as in the Qwen profiles) updates
+    nothing, so it is the SFT team: copy the start checkpoints to the control's places and write an empty training
+    log, rather than stop the pipeline's grpo_ptx stage (or let AdamW's weight decay alone move the weights)."""
+    import json
+    import shutil
+
+    ctl = team.ptx_control
+    for start, out in ((team.planner_model, ctl.planner_output), (team.coder_model, ctl.coder_output)):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(start, out)
+    Path(ctl.log_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(ctl.log_path).write_text(json.dumps([]) + "\n")
+    typer.echo(
+        "grpo-team --ptx-control: grpo.team.ptx_coef is 0 or grpo.team.ptx_data is empty, so the control is the SFT "
+        f"team: copied {team.planner_model} -> {ctl.planner_output}, {team.coder_model} -> {ctl.coder_output}"
+    )
+
+
 def _register_team(app: typer.Typer) -> None:
     """``grpo-team`` / ``grpo-magrpo``: thin commands over corecode.training.team_grpo.
 
@@ -178,7 +197,8 @@ def _register_team(app: typer.Typer) -> None:
         if ptx_control:  # the team's recipe with the RL term zeroed, written to grpo.team.ptx_control's places
             team = p.grpo.team
             if not (team.ptx_coef and team.ptx_data):
-                fail("--ptx-control: grpo.team.ptx_coef is 0 or grpo.team.ptx_data is empty: nothing would train")
+                _control_without_ptx(team)
+                return
             p.grpo.team = team.model_copy(update={"rl_coef": 0.0, **team.ptx_control.model_dump()})
         from corecode.models.oom import oom_guard
         from corecode.tracking.runs import stage_run

@@ -35,6 +35,8 @@ METHODS = {
     "planner_coder_grpo": 0.36,
     "planner_coder_ptx": 0.33,
     "magrpo": 0.08,
+    "planner_coder_grpo_retrieval": 0.30,
+    "planner_coder_grpo_debug": 0.37,
 }
 SHOTS = os.environ.get("CORECODE_SCREENSHOTS")
 # How many plots embedded in a page (data: URIs) have loaded as pictures.
