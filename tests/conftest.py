@@ -55,3 +55,16 @@ def _reset_mlflow_globals():
         mlflow.end_run()
     fluent._active_experiment_id = None
     tracking_utils._tracking_uri = None
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch intra-op thread for a module's tests: tiny models are overhead-bound, and on a shared 2-core machine
+    one thread runs them several times faster than two spin-waiting ones. A module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")`` or by naming it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

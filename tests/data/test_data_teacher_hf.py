@@ -19,6 +19,8 @@ from corecode.data.loaders.mbpp import load_mbpp
 from corecode.data.teacher import CompletionCache, annotate_plans, teacher_generator, teacher_prompt
 from corecode.generation.base import SamplingParams
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def _composite(**kw):
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
@@ -91,14 +93,6 @@ def generate_calls(monkeypatch):
     monkeypatch.setattr(TransformersGenerator, "generate", counting_generate)
     return calls
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models are overhead-bound: one intra-op thread is much faster than two on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _params(ckpt, cache, **kw):

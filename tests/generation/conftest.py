@@ -1,7 +1,6 @@
 """A tiny real checkpoint overfit on two functions, so greedy output is known (EOS, stop strings, batching)."""
 
 import pytest
-import torch
 
 from corecode.models.testing import make_tiny_checkpoint
 
@@ -16,9 +15,5 @@ def tiny_ckpt(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models are overhead-bound: one intra-op thread is much faster than two on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread_everywhere(one_thread):
+    """Every test in this directory runs with the suite's one torch thread (tests/conftest.py)."""

@@ -31,17 +31,9 @@ from corecode.training.rollout import generate_chunks
 from corecode.training.sft import build_sft_trainer
 from corecode.training.sft_config import SFTParams
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_thread")]
 
 ROLES = ("planner", "coder", "single")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _checkpoint(path: Path, chat: bool, train_steps: int = 0) -> Path:

@@ -14,16 +14,7 @@ from typer.testing import CliRunner
 from corecode.training.sft import SFTDataError, build_sft_trainer, read_pta_rows, read_sft_rows, train_sft
 from corecode.training.sft_config import SFTParams
 
-pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models on a CPU shared with other jobs: one thread measured ~4x faster than two spin-waiting ones."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_thread")]
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,7 @@ from test_team_fixtures import PROBLEMS, build_team, one_step_params, weights  #
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(autouse=True)

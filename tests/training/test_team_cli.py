@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 from typer.testing import CliRunner
 
@@ -15,14 +14,6 @@ from test_team_fixtures import PROBLEMS, TINY_TEAM, build_team  # noqa: E402
 
 from corecode.cli import app  # noqa: E402
 from corecode.data.io import read_problems  # noqa: E402
-
-
-@pytest.fixture
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 def test_grpo_team_command(tmp_path, monkeypatch, one_thread):

@@ -19,13 +19,7 @@ from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams  # noqa: 
 from corecode.training.ptx import ptx_batch  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

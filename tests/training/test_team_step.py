@@ -14,14 +14,7 @@ from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
 from corecode.training.grpo_config import TeamGRPOParams  # noqa: E402
 from corecode.training.team_grpo import MAGRPOTrainer, TeamGRPOTrainer, load_role_model  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models: one thread is ~8x faster than two contended ones on a 2-core box."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(autouse=True)
