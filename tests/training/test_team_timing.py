@@ -193,6 +193,21 @@ def _launch(script: Path, *args: str, timeout: int = 900) -> subprocess.Complete
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def _sandbox(workers: int) -> SandboxParams:
+    return SandboxParams(workers=workers, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
+
+
+def _run_two_ranks(script_text: str, params: Params, tmp_path: Path) -> None:
+    """``script_text`` (a template over ``tests``) in two processes, given ``params`` as a JSON file and ``tmp_path``
+    for what the ranks leave behind."""
+    path = tmp_path / "params.json"
+    path.write_text(params.model_dump_json())
+    script = tmp_path / "ranks.py"
+    script.write_text(script_text.format(tests=str(Path(__file__).parent)))
+    out = _launch(script, str(path), str(tmp_path))
+    assert out.returncode == 0, out.stderr[-4000:]
+
+
 @pytest.mark.slow
 def test_all_reduce_gradients_averages_over_processes(tmp_path):
     script = tmp_path / "reduce.py"
@@ -254,13 +269,7 @@ def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_
         ptx_batch_size=2,
         ptx_data=_ptx_data(tmp_path),
     )
-    sandbox = SandboxParams(workers=2, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
-    path = tmp_path / "params.json"
-    path.write_text(Params(seed=5, grpo=GRPOParams(team=team), sandbox=sandbox).model_dump_json())
-    script = tmp_path / "ddp.py"
-    script.write_text(DDP_SCRIPT.format(tests=str(Path(__file__).parent)))
-    out = _launch(script, str(path), str(tmp_path))
-    assert out.returncode == 0, out.stderr[-4000:]
+    _run_two_ranks(DDP_SCRIPT, Params(seed=5, grpo=GRPOParams(team=team), sandbox=_sandbox(workers=2)), tmp_path)
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["ddp"] and ranks[1]["ddp"]
@@ -341,13 +350,7 @@ def test_fsdp2_trains_from_an_unsharded_sampling_copy(team_dir, tmp_path, lora):
         temperature=1.2,
         bf16=True,
     )
-    path = tmp_path / "params.json"
-    sandbox = SandboxParams(workers=1, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
-    path.write_text(Params(seed=3, grpo=GRPOParams(team=team), sandbox=sandbox).model_dump_json())
-    script = tmp_path / "fsdp.py"
-    script.write_text(FSDP_SCRIPT.format(tests=str(Path(__file__).parent)))
-    out = _launch(script, str(path), str(tmp_path))
-    assert out.returncode == 0, out.stderr[-4000:]
+    _run_two_ranks(FSDP_SCRIPT, Params(seed=3, grpo=GRPOParams(team=team), sandbox=_sandbox(workers=1)), tmp_path)
     for row in json.loads(Path(team.log_path).read_text()):
         times = _check_rank_times(row, 2)
         for r in (0, 1):  # FSDP reduce-scatters inside backward: no separate all-reduce
