@@ -335,6 +335,24 @@ def make_problem(
     style = rng.choice(cfg.styles)
     statement = render_statement(chain, style, rng, cfg.phrasing_variety)
     kinds = list(dict.fromkeys(i.step.kind for i in chain.items))
+    tests = [TestCase(input=repr(a), output=r) for a, r in zip(inputs, reprs)]
+    return chain_problem(chain, cfg, task_id, split, statement, examples, tests, code, kinds + extra_tags)
+
+
+def chain_problem(
+    chain: Chain,
+    cfg: CompositeParams,
+    task_id: str,
+    split: str,
+    statement: str,
+    examples: list,
+    tests: list[TestCase],
+    code: str,
+    tags: list[str],
+    **extra,
+) -> Problem:
+    """The Problem of a rendered chain: its prompt, gold plan and gold code, tests and tags (``extra``: further fields,
+    e.g. the efficiency family's naive solution)."""
     return Problem(
         task_id=task_id,
         source="composite",
@@ -342,11 +360,12 @@ def make_problem(
         prompt=render_prompt(chain, statement, examples, cfg.entry_point),
         io_mode="function",
         entry_point=cfg.entry_point,
-        tests=[TestCase(input=repr(a), output=r) for a, r in zip(inputs, reprs)],
+        tests=tests,
         reference_solution=code,
         plan=render_plan(chain),
         difficulty=str(len(chain.items)),
-        tags=kinds + extra_tags,
+        tags=tags,
+        **extra,
     )
 
 

@@ -24,7 +24,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from corecode.data.composite import Chain, ChainItem, render_plan, render_prompt, render_statement, run_gold
+from corecode.data.composite import Chain, ChainItem, chain_problem, render_statement, run_gold
 from corecode.data.config import CompositeParams
 from corecode.data.schema import Problem, TestCase
 from corecode.data.steps import STEP_BY_NAME, TYPES, Step
@@ -238,20 +238,9 @@ def make_problem(chain: Chain, rng: random.Random, cfg: CompositeParams, task_id
     candidates = sorted((i for i, a in enumerate(small) if len(a[0]) > 2), key=lambda i: len(repr(small[i])))
     examples = [(small[i], outputs[i]) for i in candidates[: cfg.n_examples]]
     statement = render_statement(chain, rng.choice(cfg.styles), rng, cfg.phrasing_variety)
-    return Problem(
-        task_id=task_id,
-        source="composite",
-        split=split,
-        prompt=render_prompt(chain, statement, examples, cfg.entry_point),
-        io_mode="function",
-        entry_point=cfg.entry_point,
-        tests=[TestCase(input=repr(a), output=repr(o)) for a, o in zip(inputs, outputs)],
-        reference_solution=code,
-        naive_solution=naive,
-        plan=render_plan(chain),
-        difficulty=str(len(chain.items)),
-        tags=[i.step.kind for i in chain.items if i.step.kind != TAG] + [TAG],
-    )
+    tests = [TestCase(input=repr(a), output=repr(o)) for a, o in zip(inputs, outputs)]
+    tags = [i.step.kind for i in chain.items if i.step.kind != TAG] + [TAG]
+    return chain_problem(chain, cfg, task_id, split, statement, examples, tests, code, tags, naive_solution=naive)
 
 
 # Each chain belongs to one split, by a hash of its signature (twentieths of the space): no problem is in two splits,
