@@ -18,7 +18,7 @@ class CompositeParams(BaseModel):
 
     n_train: int = Field(3000, ge=1, description="Number of training problems.")
     n_val: int = Field(200, ge=0, description="Number of validation problems (same distribution as train, disjoint).")
-    n_test: int = Field(1000, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
+    n_test: int = Field(600, ge=0, description="Number of test problems: held-out step pairs and longer chains.")
     n_rl: int = Field(
         600,
         ge=0,

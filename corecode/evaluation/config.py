@@ -23,7 +23,7 @@ class MethodEvaluation(BaseModel):
 def _per_method() -> dict[str, MethodEvaluation]:
     # The agents wrap the GRPO team and cost more per problem (retrieved neighbours in the Planner's prompt, repair
     # generations): 300 composite_test problems keep their stages within make run's budget; HumanEval, where every
-    # embedded method scores 0, is left out.
+    # embedded method scores 0, is left out where a profile adds it.
     agents = MethodEvaluation(benchmarks=["composite_test"], max_problems=300)
     return {"planner_coder_grpo_retrieval": agents, "planner_coder_grpo_debug": agents.model_copy()}
 
@@ -34,8 +34,9 @@ class EvaluateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     benchmarks: list[str] = Field(
-        default_factory=lambda: ["composite_test", "humaneval"],
-        description="Benchmarks the evaluate stage scores every method on (names for evaluation.get_benchmark).",
+        default_factory=lambda: ["composite_test"],
+        description="Benchmarks the evaluate stage scores every method on (names for evaluation.get_benchmark). "
+        "The embedded model scores 0 on HumanEval, so only the profiles for real checkpoints add it.",
     )
     n_samples: int = Field(1, ge=1, description="Samples generated per problem; pass@k needs n_samples >= k.")
     ks: list[int] = Field(
