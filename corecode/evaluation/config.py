@@ -22,9 +22,9 @@ class MethodEvaluation(BaseModel):
 
 def _per_method() -> dict[str, MethodEvaluation]:
     # The agents wrap the GRPO team and cost more per problem (retrieved neighbours in the Planner's prompt, repair
-    # generations): 300 composite_test problems keep their stages within make run's budget; HumanEval, where every
+    # generations): 200 composite_test problems keep their stages within make run's budget; HumanEval, where every
     # embedded method scores 0, is left out where a profile adds it.
-    agents = MethodEvaluation(benchmarks=["composite_test"], max_problems=300)
+    agents = MethodEvaluation(benchmarks=["composite_test"], max_problems=200)
     return {"planner_coder_grpo_retrieval": agents, "planner_coder_grpo_debug": agents.model_copy()}
 
 

@@ -104,7 +104,7 @@ class TwoRoleGRPOParams(BaseModel):
     )
 
     # Optimisation (TRL GRPOConfig names)
-    max_steps: int = Field(120, ge=1, description="Optimizer steps (each step = one rollout batch).")
+    max_steps: int = Field(80, ge=1, description="Optimizer steps (each step = one rollout batch).")
     learning_rate: float = Field(2e-4, gt=0, description="AdamW learning rate (both roles).")
     lr_scheduler_type: str = Field("constant", description="transformers scheduler name (linear, cosine, constant).")
     warmup_steps: int = Field(0, ge=0, description="Scheduler warmup steps.")
@@ -326,7 +326,7 @@ class MAGRPOParams(TwoRoleGRPOParams):
     problems_per_step: int = Field(
         8, ge=1, description="Problems per step (per process); x num_generations: the team's 32 programs a step."
     )
-    max_steps: int = Field(120, ge=1, description="Optimizer steps (each step = one rollout batch).")
+    max_steps: int = Field(80, ge=1, description="Optimizer steps (each step = one rollout batch).")
     learning_rate: float = Field(1e-4, gt=0, description="AdamW learning rate (both agents).")
     ptx_coef: float = Field(2.0, ge=0, description=TwoRoleGRPOParams.model_fields["ptx_coef"].description)
     ptx_data: dict[str, str] = Field(

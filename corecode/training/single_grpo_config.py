@@ -47,7 +47,7 @@ class SingleGRPOParams(BaseModel):
     pta_max_completion_length: int = Field(224, ge=1, description="Max new tokens with --plan-then-code (plan+code).")
     temperature: float = Field(0.7, gt=0, description="Sampling temperature of rollouts.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of rollouts.")
-    max_steps: int = Field(120, ge=1, description="Optimizer steps.")
+    max_steps: int = Field(80, ge=1, description="Optimizer steps.")
     learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate.")
     ptx_coef: float = Field(
         2.0,

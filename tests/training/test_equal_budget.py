@@ -8,7 +8,7 @@ def test_baselines_get_the_teams_steps_programs_and_ptx_term():
     grpo = Params().grpo
     team, single, magrpo = grpo.team, grpo.single, grpo.magrpo
     programs = team.problems_per_step * team.num_plans * team.num_programs
-    assert programs == 32 and team.max_steps == 120
+    assert programs == 32 and team.max_steps == 80
     # single-agent GRPO: one optimizer step per batch of completions
     assert single.gradient_accumulation_steps == 1 and single.batch_size == programs
     assert magrpo.problems_per_step * magrpo.num_generations == programs
