@@ -62,15 +62,16 @@ def wait_for_lock(invocation: str, lock_before: str, cwd: str | Path = ".", max_
 
 def main(argv: list[str]) -> None:
     uri, invocation, lock_before, *run_ids = argv
+    from corecode.tracking.runs import lock_tags
+
     wait_for_lock(invocation, lock_before)
     time.sleep(POLL_S)  # DVC writes dvc.lock in one go; a read in the middle of it would hash half a file
+    # Read the lock before importing MLflow (seconds): by then the next stage may have rewritten dvc.lock.
+    tags = lock_tags()
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow import MlflowClient
 
-    from corecode.tracking.runs import lock_tags
-
     client = MlflowClient(uri)
-    tags = lock_tags()
     for run_id in run_ids:
         for key, value in tags.items():
             client.set_tag(run_id, key, value)
