@@ -78,7 +78,7 @@ test: lint browser-deps
 	$(BIN)/python -m pytest -q tests/flows/test_flows_browser.py
 
 # The share-nothing end-to-end test (real PostgreSQL, MLflow and Prefect servers, sshd, workers in their own
-# checkouts; about 16 minutes here) is kept out of `make test`'s 20 minutes; .ci/run runs it after make test.
+# checkouts; about 11 minutes here) is kept out of `make test`'s 20 minutes; .ci/run runs it after make test.
 test-deploy: setup
 	$(BIN)/python -m pytest -q tests/deploy/test_share_nothing.py
 
