@@ -26,6 +26,7 @@ safe; model-written code only ever runs in ``corecode.sandbox``.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -455,9 +456,15 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
     def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset(),
             avoid: set = frozenset()) -> list[tuple[Chain, Problem]]:
         n_family = round(family * n)  # the split's last problems: corecode/data/efficiency.py
+        family_made = efficiency.generate(split, n_family, n - n_family, cfg, seed)
+        if len(family_made) < n_family:  # the family's share of the split ran out: other problems fill the rest
+            print(f"composite/{split}: {len(family_made)} efficiency problems, not {n_family} (the family's chains "
+                  f"for this split are used up); {n_family - len(family_made)} more of the others", file=sys.stderr)
+            n_family = len(family_made)  # the same chains again, their task ids after the others'
+            family_made = efficiency.generate(split, n_family, n - n_family, cfg, seed)
         gen = _generate(split, n - n_family, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
         made = list(track(gen, total=n - n_family, description=f"composite {split}", disable=not progress))
-        return made + efficiency.generate(split, n_family, len(made), cfg, seed)
+        return made + family_made
 
     val = run("val", cfg.n_val, set())
     train = run("train", cfg.n_train, {c.signature() for c, _ in val})

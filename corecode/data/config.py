@@ -77,7 +77,9 @@ class CompositeParams(BaseModel):
         le=0.5,
         description="Share of each split drawn from the efficiency family (corecode/data/efficiency.py: a naive "
         "quadratic and an efficient linear solution, both recorded, tag `efficiency`), after the split's other "
-        "problems, on their own RNG stream; with `steps` set, only where it lists `efficiency`. 0 = none.",
+        "problems, on their own RNG stream; with `steps` set, only where it lists `efficiency`. 0 = none. A split "
+        "whose share of the family's chains runs out (about 900 train, 130 test problems) takes other problems "
+        "for the rest, and build-data says so.",
     )
     efficiency_large_n: int = Field(
         3000,

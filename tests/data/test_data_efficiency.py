@@ -48,6 +48,20 @@ def test_family_in_every_split_once_with_both_programs():
     assert sum(TAG in p.tags for p in asked["test"]) == 20
 
 
+def test_split_larger_than_the_family_share_is_filled_with_other_problems(capsys):
+    """val's share of the family's chains (1 in 20) holds well under 150 usable problems: asked for 150, the split
+    keeps its size, takes what the family has (the same problems, renumbered after the others) and says so."""
+    cfg = _cfg(n_train=1, n_val=300, n_test=0, n_dev=0, n_rl=0, efficiency_frac=0.5)
+    val = generate_composite(cfg, seed=3)["val"]
+    family = [p for p in val if TAG in p.tags]
+    assert len(val) == 300 and 0 < len(family) < 150 and val[-len(family) :] == family
+    assert [p.task_id for p in val] == [f"composite/val/{i}" for i in range(300)]
+    assert f"composite/val: {len(family)} efficiency problems, not 150" in capsys.readouterr().err
+    smaller = generate_composite(_cfg(n_train=1, n_val=2 * len(family), n_test=0, n_dev=0, n_rl=0,
+                                      efficiency_frac=0.5), seed=3)["val"]
+    assert [p.reference_solution for p in smaller[-len(family) :]] == [p.reference_solution for p in family]
+
+
 @pytest.mark.parametrize("heavy", HEAVY, ids=lambda h: h.step.name)
 def test_naive_equals_efficient_on_large_inputs(heavy):
     rng = random.Random(0)
