@@ -383,7 +383,16 @@ class _TwoRoleTrainer:
     ) -> dict[str, float]:
         """One optimizer step of ``role``: forward/backward of every micro-batch (under DDP without synchronising),
         one gradient all-reduce (DDP; FSDP reduce-scatters inside backward), clipping, the step, the sampler refresh;
-        each timed as a phase (corecode.training.timing)."""
+        each timed as a phase (corecode.training.timing). The role's GPU is the current CUDA device meanwhile: Triton
+        kernels (TRL's fused log-softmax) launch on the current device, and with the roles on two GPUs
+        (``planner_device`` / ``coder_device``) the second role's failed ("cannot be accessed from Triton")."""
+        device = self.devices[role]
+        with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+            return self._update(role, samples, advantages, record_old)
+
+    def _update(
+        self, role: str, samples: list[Sample] | None, advantages: torch.Tensor | None, record_old: bool
+    ) -> dict[str, float]:
         self.activate(role)
         r = self.roles[role]
         device = self.devices[role]
