@@ -13,8 +13,9 @@
 # ends a run still going then; run it again on the same machine and it goes on with the runs not done yet (RESUME=1,
 # the default; a run that failed is not retried; RESUME=0 starts over). Every run's figures are in the tables as soon
 # as it ends.
-# Shapes (decoding is eager everywhere, grpo.team.lean_decode, so nothing compiles: a static cache compiles for about a
-# minute at the gpu-dev shape and several at 1.5B; GPUDEV_DECODE=static takes the gpu-dev profile's static cache):
+# Shapes (gpudev decodes with the profile's static cache, about a minute's compile per process; GPUDEV_DECODE=lean
+# decodes eagerly, which on a 4x H100 host was CPU-bound and varied 6x from step to step; the 1.5B shapes decode
+# eagerly, grpo.team.lean_decode, since a static cache compiles for minutes there):
 #   gpudev    the gpu-dev profile: its 92M model (init-model: random weights, the profile's tokenizer), 8 problems x 4
 #             plans x 4 programs per GPU, 96 / 192 tokens, bf16 (fp32 master weights, a bf16 sampling copy per role)
 #   lora1.5b  Qwen2.5-Coder-1.5B-Instruct's shape (benchmarks/standin_checkpoint.py; needs .bench/tok32k.json), the
@@ -30,7 +31,7 @@ set -u
 R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
 STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp fsdp split}
 TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
-DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-lean}; START=$(date +%s); LEFT_OVER=0
+DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-static}; START=$(date +%s); LEFT_OVER=0
 VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
 NGPUS=${NGPUS:-$([ "$VISIBLE" -ge 4 ] && echo "2 4" || echo 2)}
 source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation, CLI; NVLink multicast off
