@@ -93,13 +93,15 @@ def _outputs(repo: Path) -> dict[str, str]:
 
 def pipeline_repo(repo: Path) -> Path:
     """A scratch git + DVC repo holding the repository's own pipeline: dvc.yaml, params.yaml, baselines/dvc.yaml and
-    a copy of corecode/ (the stages' code deps; the commands run the installed corecode)."""
+    a copy of corecode/ (the stages' code deps; the commands run the installed corecode) and the repository's
+    .dvcignore."""
     shutil.copytree(ROOT / "corecode", repo / "corecode", ignore=shutil.ignore_patterns("__pycache__"))
     for rel in ("dvc.yaml", "params.yaml", "baselines/dvc.yaml"):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, repo / rel)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     assert _dvc(repo, "init", "-q").returncode == 0
+    shutil.copy(ROOT / ".dvcignore", repo / ".dvcignore")
     return repo
 
 
@@ -212,6 +214,9 @@ def test_the_pipelines_own_stages_survive_a_typo(tmp_path, monkeypatch):
         assert res.returncode != 0 and f"error: params.yaml: invalid parameters: {key} (line " in res.stderr, res.stderr
         assert {f: (repo / f).read_bytes() for f in produced} == before
     (repo / "params.yaml").write_text(original)
+    # Python's bytecode caches in the stages' code deps (written by any later import from the checkout) change nothing
+    (repo / "corecode/data/__pycache__").mkdir(exist_ok=True)
+    (repo / "corecode/data/__pycache__/efficiency.cpython-311.pyc").write_bytes(b"\x00" * 16)
     res = _dvc(repo, "repro", "sft@coder")  # the failed runs recorded nothing: the restored file is up to date
     assert res.returncode == 0 and "Running stage" not in res.stdout and "up to date" in res.stdout, res.stdout
     assert {f: (repo / f).read_bytes() for f in produced} == before
