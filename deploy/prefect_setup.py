@@ -1,7 +1,7 @@
 """The Prefect objects a share-nothing deployment needs, created (or updated) idempotently on the server of
 ``PREFECT_API_URL``; deploy/services.sh runs it after the server is up.
 
-- work pools ``corecode-cpu`` and ``corecode-gpu`` (process pools), ``corecode-gpu`` with a concurrency limit (the
+- work pools ``cpu`` and ``gpu`` (process pools), ``gpu`` with a concurrency limit (the
   number of GPU workers: each worker runs one flow at a time, ``prefect worker start --limit 1``);
 - the task tag limit ``gpu`` (training stages carry that tag), the same number;
 - the automation ``corecode: crash flow runs of a lost worker``: a flow run that sends no heartbeat
@@ -22,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-POOLS = ("corecode-cpu", "corecode-gpu")
+POOLS = ("cpu", "gpu")
 LOST_WORKER_AUTOMATION = "corecode: crash flow runs of a lost worker"
 RESULTS_BLOCK = "corecode-results"
 
@@ -34,7 +34,7 @@ def setup_pools(gpu_limit: int) -> None:
 
     with get_client(sync_client=True) as client:
         for name in POOLS:
-            limit = gpu_limit if name == "corecode-gpu" else None
+            limit = gpu_limit if name == "gpu" else None
             try:
                 client.read_work_pool(name)
                 client.update_work_pool(name, WorkPoolUpdate(concurrency_limit=limit))
@@ -99,7 +99,7 @@ def setup_results_block() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpu-pool-limit", type=int, default=2, help="flow runs at once in corecode-gpu (GPU workers)")
+    ap.add_argument("--gpu-pool-limit", type=int, default=2, help="flow runs at once in the gpu pool (GPU workers)")
     ap.add_argument("--lost-after", type=int, default=90, help="seconds without a heartbeat before Crashed")
     args = ap.parse_args()
     setup_pools(args.gpu_pool_limit)

@@ -2,7 +2,7 @@
 # The shared services of a share-nothing deployment, on this machine (`make services` / `make services-stop`):
 #   PostgreSQL (Debian's package)    databases `mlflow` and `prefect`
 #   MLflow tracking server           on PostgreSQL, serving and proxying the artifacts over HTTP
-#   Prefect server                   on PostgreSQL (asyncpg); pools corecode-cpu / corecode-gpu, the `gpu` tag limit,
+#   Prefect server                   on PostgreSQL (asyncpg); pools cpu / gpu, the `gpu` tag limit,
 #                                    the automation that marks flow runs of a lost worker Crashed (deploy/prefect_setup.py)
 #   sshd                             own port, own host key, key auth only; holds the DVC remote directory
 # Every port, directory and URL is set here, once, and written to $STATE/services.env, which workers source.

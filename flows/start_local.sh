@@ -22,15 +22,15 @@ for _ in $(seq 90); do
 done
 curl -sf "${PREFECT_API_URL}/health" >/dev/null || { echo "prefect server did not come up on port ${PORT}" >&2; exit 1; }
 
-for pool in corecode-cpu corecode-gpu; do
+for pool in cpu gpu; do
   "$PREFECT" work-pool inspect "$pool" >/dev/null 2>&1 || "$PREFECT" work-pool create "$pool" --type process
 done
 "$PREFECT" concurrency-limit inspect gpu >/dev/null 2>&1 || "$PREFECT" concurrency-limit create gpu 1
 "$PREFECT" --no-prompt deploy --all --prefect-file flows/prefect-local.yaml
 
-"$PREFECT" worker start --pool corecode-cpu &
+"$PREFECT" worker start --pool cpu &
 if [[ "${CORECODE_GPU_WORKER:-1}" == "1" ]]; then
-  "$PREFECT" worker start --pool corecode-gpu &
+  "$PREFECT" worker start --pool gpu &
 fi
 echo "Prefect UI: http://127.0.0.1:${PORT}  (run: prefect deployment run corecode-pipeline/pipeline-full)"
 wait

@@ -153,8 +153,8 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
     )
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr
     workers = {
-        "cpu": _worker(svc, "cpu-worker", "corecode-cpu", 2),
-        "gpu1": _worker(svc, "gpu-worker-1", "corecode-gpu", 1),
+        "cpu": _worker(svc, "cpu-worker", "cpu", 2),
+        "gpu1": _worker(svc, "gpu-worker-1", "gpu", 1),
     }
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
@@ -175,7 +175,7 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
                         restarted = True
                     if not killed and any(s >= 1 for s in _step_dirs(state)):
                         _kill_tree(workers["gpu1"])  # the host is gone: the worker and its flow runs
-                        workers["gpu2"] = _worker(svc, "gpu-worker-2", "corecode-gpu", 1)
+                        workers["gpu2"] = _worker(svc, "gpu-worker-2", "gpu", 1)
                         killed = True
                     time.sleep(2)
             assert fr.state.is_completed(), f"{fr.state.name}: {fr.state.message}"

@@ -101,8 +101,8 @@ def test_prefect_yaml_deployments_point_at_real_flows():
     for d in deployments.values():
         flow = load_flow_from_entrypoint(str(REPO / d["entrypoint"]))
         assert set(d.get("parameters", {})) <= set(flow.parameters.properties), d["name"]
-        assert d["work_pool"]["name"] in ("corecode-cpu", "corecode-gpu")
-    assert deployments["train-gpu"]["work_pool"]["name"] == "corecode-gpu"
+        assert d["work_pool"]["name"] in ("cpu", "gpu")
+    assert deployments["train-gpu"]["work_pool"]["name"] == "gpu"
     assert deployments["nightly-champion-eval"]["schedules"][0]["cron"]
     from flows.pipeline import GPU_STAGES
 
