@@ -5,6 +5,7 @@ store in tmp_path would otherwise leave the next test looking up an experiment i
 """
 
 import os
+import socket
 
 import pytest
 
@@ -16,6 +17,19 @@ for _k, _v in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_k, _v)
+
+
+@pytest.fixture(scope="session")
+def free_port():
+    """Picks a free TCP port on 127.0.0.1 (the OS chooses; the socket is closed, so a server started next can bind
+    it): for the tests that start servers (MLflow, Prefect, PostgreSQL, sshd, `corecode serve`)."""
+
+    def pick() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    return pick
 
 
 @pytest.fixture(scope="session", autouse=True)

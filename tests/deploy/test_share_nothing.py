@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,12 +31,7 @@ from tiny import write_tiny_params  # noqa: E402
 
 BIN = Path(sys.executable).parent
 SERVICES = REPO / "deploy" / "services.sh"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+GIT_IDENT = ["-c", "user.name=test", "-c", "user.email=test@localhost"]  # the snapshot's commits, on any machine
 
 
 def _can_run_services() -> str | None:
@@ -64,10 +58,9 @@ def _snapshot_origin(tmp: Path) -> tuple[str, Path]:
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, src / rel)
     write_tiny_params(src / "params.yaml")
-    ident = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=src, check=True)
     subprocess.run(["git", "add", "-A"], cwd=src, check=True)
-    subprocess.run(["git", *ident, "commit", "-q", "-m", "snapshot"], cwd=src, check=True)
+    subprocess.run(["git", *GIT_IDENT, "commit", "-q", "-m", "snapshot"], cwd=src, check=True)
     origin = tmp / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(origin)], check=True)
     subprocess.run(["git", "remote", "add", "origin", str(origin)], cwd=src, check=True)
@@ -75,7 +68,7 @@ def _snapshot_origin(tmp: Path) -> tuple[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def services(tmp_path_factory):
+def services(tmp_path_factory, free_port):
     reason = _can_run_services()
     if reason:
         pytest.skip(reason)
@@ -86,10 +79,10 @@ def services(tmp_path_factory):
     env = dict(os.environ)
     env.update(
         CORECODE_SERVICES_DIR=str(state),
-        CORECODE_PG_PORT=str(_free_port()),
-        CORECODE_MLFLOW_PORT=str(_free_port()),
-        CORECODE_PREFECT_PORT=str(_free_port()),
-        CORECODE_SSH_PORT=str(_free_port()),
+        CORECODE_PG_PORT=str(free_port()),
+        CORECODE_MLFLOW_PORT=str(free_port()),
+        CORECODE_PREFECT_PORT=str(free_port()),
+        CORECODE_SSH_PORT=str(free_port()),
         CORECODE_LOST_WORKER_AFTER="60",
         CORECODE_GIT_URL=git_url,
         CORECODE_GIT_BRANCH="main",
@@ -264,8 +257,7 @@ def test_a_stopped_service_is_named_and_retried_and_bad_params_are_not(services,
         raw = yaml.safe_load((src / "params.yaml").read_text())
         raw["sft"]["max_steps"] = "abc"
         (src / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-        ident = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
-        subprocess.run(["git", *ident, "commit", "-qam", "typo"], cwd=src, check=True)
+        subprocess.run(["git", *GIT_IDENT, "commit", "-qam", "typo"], cwd=src, check=True)
         subprocess.run(["git", "push", "-q", "origin", "HEAD:refs/heads/typo"], cwd=src, check=True)
         bad = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
         state = stage_flow(stage="params", commit=bad, **kw)

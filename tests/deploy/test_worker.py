@@ -4,7 +4,6 @@ end: test_share_nothing.py)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +23,8 @@ def _repo(path: Path, remote: Path) -> Path:
     return path
 
 
-def test_a_service_that_does_not_answer_is_named():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed once we leave: nothing listens there
+def test_a_service_that_does_not_answer_is_named(free_port):
+    port = free_port()  # closed once picked: nothing listens there
     env = {"CORECODE_DVC_REMOTE_URL": f"ssh://u@127.0.0.1:{port}/srv/remote", "MLFLOW_TRACKING_URI": "sqlite:///x.db"}
     endpoints = worker.service_endpoints(env)
     assert endpoints == [("DVC remote (SSH server)", env["CORECODE_DVC_REMOTE_URL"])]  # sqlite is no service

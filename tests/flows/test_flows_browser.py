@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -97,12 +96,6 @@ DVC_STAGES = {
         "outs": [{"data/reports/promotion.json": {"cache": False}}],
     },
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _serve(cmd: list[str], url: str, env: dict, cwd: Path, log: Path, timeout_s: float = 180) -> subprocess.Popen:
@@ -195,7 +188,7 @@ def _clean(browser: Browser, page: str) -> None:
 
 @pytest.mark.slow  # two flow runs of real stage commands, a Prefect and an MLflow server, Chromium: ~3 min
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not installed (make test installs it with apt)")
-def test_uis_show_the_pipeline_run(tmp_path, monkeypatch):
+def test_uis_show_the_pipeline_run(tmp_path, monkeypatch, free_port):
     from mlflow import MlflowClient
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -207,7 +200,7 @@ def test_uis_show_the_pipeline_run(tmp_path, monkeypatch):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    pport, mport = _free_port(), _free_port()
+    pport, mport = free_port(), free_port()
     prefect_env = {
         **env,
         "PREFECT_HOME": str(tmp_path / "prefect_home"),

@@ -3,7 +3,6 @@ http.server for retry/backoff/rate-limit behaviour (status codes a real model se
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -23,15 +22,9 @@ from corecode.generation.openai_http import OpenAIError, OpenAIGenerator
 GREEDY = SamplingParams(max_new_tokens=40, temperature=0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def served(tiny_ckpt):
-    port = _free_port()
+def served(tiny_ckpt, free_port):
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
