@@ -51,7 +51,7 @@ import time
 import tokenize
 from pathlib import Path
 
-from corecode.sandbox.worker import _descendants  # the process-tree walk the sandbox kills jails with
+from corecode.sandbox.worker import descendants  # the process-tree walk the sandbox kills jails with
 
 BIN = Path(sys.executable).parent
 CORECODE = str(BIN / "corecode")
@@ -162,7 +162,7 @@ def _favour_tree(proc: subprocess.Popen) -> None:
     done: set[int] = set()
     t0 = time.monotonic()
     while proc.poll() is None:
-        for pid in [proc.pid, *_descendants(proc.pid)]:
+        for pid in [proc.pid, *descendants(proc.pid)]:
             if pid not in done:
                 done.add(pid)
                 _set_autogroup_nice(pid, "-20")

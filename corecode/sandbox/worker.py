@@ -46,7 +46,7 @@ def _decode(body: bytes):
         return None
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """Host pids of every process under ``root`` (bwrap's: the zygote), from ``/proc/PID/stat``'s parent field."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
@@ -188,7 +188,7 @@ class Worker:
         self.proc.stderr.close()
         if p.cgroup:
             self.cgroup = MemoryCgroup((p.memory_limit_mb + p.scratch_size_mb + 128) * 1024 * 1024)
-            for pid in [self.proc.pid, *_descendants(self.proc.pid)]:
+            for pid in [self.proc.pid, *descendants(self.proc.pid)]:
                 self.cgroup.add(pid)
 
     def close(self) -> None:
