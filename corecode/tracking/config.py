@@ -19,7 +19,7 @@ class TrackingParams(BaseModel):
     parent_run_file: str = Field(
         ".corecode/parent_run.json",
         description="Untracked file through which the stages of one `dvc repro` share their parent run id "
-        "(CORECODE_PARENT_RUN_ID, set by the Prefect flow or Makefile, takes precedence).",
+        "(CORECODE_PARENT_RUN_ID, set by the Prefect flows, takes precedence).",
     )
     parent_ttl_hours: float = Field(
         12.0,

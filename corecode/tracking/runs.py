@@ -2,7 +2,7 @@
 
 Every DVC stage is its own process, so the stages of one pipeline run must agree on a parent run id. Two ways:
 
-1. ``CORECODE_PARENT_RUN_ID`` in the environment (the Prefect flow and the Makefile set it): used as is; whoever
+1. ``CORECODE_PARENT_RUN_ID`` in the environment (the Prefect flows set it): used as is; whoever
    set it opens and closes the parent.
 2. Otherwise: an untracked file (``tracking.parent_run_file``) remembers the last parent and the ``dvc repro``
    process it belongs to (pid + start time of the nearest ``dvc`` ancestor process). A stage under the same
