@@ -25,11 +25,13 @@
 # Arrangements: ddp, fsdp (accelerate launch, configs/accelerate/{ddp,fsdp}.yaml, one process per GPU, each with its
 #   own problems); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
 #   on 2 GPUs: grpo.team.planner_device / coder_device).
+#   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; the row is GPU 0's log:
+#   what the host allows two GPUs without any collective, the ceiling against which DDP's cost shows).
 # Leaves under $R, copied to $OUT when set: scaling.md (the tables), scaling.json, steps.tsv (wall and peak GPU memory
 # per run), env.txt, log.txt (every command's output) and logs.tgz (runs.tsv, per-step logs, params files).
 set -u
 R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
-STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp fsdp split}
+STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp pair fsdp split}
 TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
 DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-static}; START=$(date +%s); LEFT_OVER=0
 VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -125,7 +127,8 @@ for shape in $SHAPES; do
           --num_processes $n benchmarks/team_timing.py ;;
         split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
           --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
-        *) echo "unknown arrangement $arr (ddp, fsdp, split)" >>"$R/steps.tsv" ;;
+        pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
+        *) echo "unknown arrangement $arr (ddp, pair, fsdp, split)" >>"$R/steps.tsv" ;;
       esac
     done
   done

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Two independent one-GPU timing runs at the same time, on GPUs 0 and 1, with no collective between them: what two GPUs
+# of this host give when they share nothing but the host (CPU, memory, PCIe). The `pair` arrangement of
+# benchmarks/gpu_scaling.sh; set against DDP on the same 2 GPUs, it tells host contention from data-parallel cost.
+# Arguments as benchmarks/team_timing.py's; the second process writes its log and state beside the first's (`.gpu1`).
+#   bash benchmarks/team_timing_pair.sh --params P --set grpo.team.log_path=L --set grpo.team.checkpoint_dir=D
+set -u
+second=()
+for a in "$@"; do
+  case $a in
+    grpo.team.log_path=*) second+=("${a%.json}.gpu1.json") ;;
+    grpo.team.checkpoint_dir=*) second+=("$a.gpu1") ;;
+    *) second+=("$a") ;;
+  esac
+done
+here=$(dirname "$0")
+CUDA_VISIBLE_DEVICES=0 python3 "$here/team_timing.py" "$@" & first_pid=$!
+CUDA_VISIBLE_DEVICES=1 python3 "$here/team_timing.py" "${second[@]}" & second_pid=$!
+wait $first_pid; rc0=$?
+wait $second_pid; rc1=$?
+exit $((rc0 > rc1 ? rc0 : rc1))
