@@ -384,8 +384,8 @@ class _TwoRoleTrainer:
         """One optimizer step of ``role``: forward/backward of every micro-batch (under DDP without synchronising),
         one gradient all-reduce (DDP; FSDP reduce-scatters inside backward), clipping, the step, the sampler refresh;
         each timed as a phase (corecode.training.timing). The role's GPU is the current CUDA device meanwhile: Triton
-        kernels (TRL's fused log-softmax) launch on the current device, and with the roles on two GPUs
-        (``planner_device`` / ``coder_device``) the second role's failed ("cannot be accessed from Triton")."""
+        kernels (TRL's fused log-softmax) launch on the current device, so with the roles on two GPUs
+        (``planner_device`` / ``coder_device``) the other role's would get tensors of a device they cannot read."""
         device = self.devices[role]
         with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
             return self._update(role, samples, advantages, record_old)
