@@ -5,7 +5,6 @@ store in tmp_path would otherwise leave the next test looking up an experiment i
 """
 
 import os
-import socket
 
 import pytest
 
@@ -21,13 +20,9 @@ for _k, _v in {
 
 @pytest.fixture(scope="session")
 def free_port():
-    """Picks a free TCP port on 127.0.0.1 (the OS chooses; the socket is closed, so a server started next can bind
-    it): for the tests that start servers (MLflow, Prefect, PostgreSQL, sshd, `corecode serve`)."""
-
-    def pick() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+    """Picks a free TCP port on 127.0.0.1 (``corecode.deploy.local.free_port``): for the tests that start servers
+    (MLflow, Prefect, PostgreSQL, sshd, `corecode serve`)."""
+    from corecode.deploy.local import free_port as pick
 
     return pick
 

@@ -12,105 +12,36 @@ command's exit 2) is not retried. The workers share this machine's venv (the ins
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from corecode.deploy import local
+from corecode.deploy.local import GIT_IDENT, SERVICES
+
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(Path(__file__).parent)]  # `flows` (a top-level directory) and tiny.py
+sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).parent)]  # `flows` and tiny.py
 from tiny import write_tiny_params  # noqa: E402
-
-BIN = Path(sys.executable).parent
-SERVICES = REPO / "deploy" / "services.sh"
-GIT_IDENT = ["-c", "user.name=test", "-c", "user.email=test@localhost"]  # the snapshot's commits, on any machine
-
-
-def _can_run_services() -> str | None:
-    if shutil.which("sshd") or Path("/usr/sbin/sshd").exists():
-        if list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
-            return None
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        return None
-    return "needs PostgreSQL and openssh-server (Debian packages), or root with apt to install them"
-
-
-def _env_file(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
-
-
-def _snapshot_origin(tmp: Path) -> tuple[str, Path]:
-    """A bare git origin holding this working tree (tracked and untracked-not-ignored files) with tiny params."""
-    src = tmp / "src"
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
-    ).stdout.split(b"\0")
-    for rel in filter(None, (f.decode() for f in files)):
-        if (REPO / rel).is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, src / rel)
-    write_tiny_params(src / "params.yaml")
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=src, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=src, check=True)
-    subprocess.run(["git", *GIT_IDENT, "commit", "-q", "-m", "snapshot"], cwd=src, check=True)
-    origin = tmp / "origin.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(origin)], check=True)
-    subprocess.run(["git", "remote", "add", "origin", str(origin)], cwd=src, check=True)
-    return str(origin), src
 
 
 @pytest.fixture(scope="module")
-def services(tmp_path_factory, free_port):
-    reason = _can_run_services()
+def services(tmp_path_factory):
+    reason = local.can_run_services()
     if reason:
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp("share_nothing")
-    git_url, src = _snapshot_origin(tmp)
-    # the postgres user must be able to enter the state dir: not under pytest's private (0700) tmp tree
-    state = Path(tempfile.mkdtemp(prefix="corecode-services-", dir="/tmp"))
-    env = dict(os.environ)
-    env.update(
-        CORECODE_SERVICES_DIR=str(state),
-        CORECODE_PG_PORT=str(free_port()),
-        CORECODE_MLFLOW_PORT=str(free_port()),
-        CORECODE_PREFECT_PORT=str(free_port()),
-        CORECODE_SSH_PORT=str(free_port()),
-        CORECODE_LOST_WORKER_AFTER="60",
-        CORECODE_GIT_URL=git_url,
-        CORECODE_GIT_BRANCH="main",
-    )
-    try:
-        subprocess.run(["bash", str(SERVICES), "start"], env=env, check=True, timeout=1200)
-        worker_env = {**os.environ, **_env_file(state / "services.env")}
-        worker_env.update(
-            PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
-            OMP_NUM_THREADS="1",
-            PREFECT_WORKER_QUERY_SECONDS="2",
-            PREFECT_WORKER_PREFETCH_SECONDS="2",
-        )
-        worker_env.pop("CORECODE_PARENT_RUN_ID", None)
-        yield {"state": state, "env": env, "worker_env": worker_env, "tmp": tmp, "src": src, "git_url": git_url}
-    finally:
-        subprocess.run(["bash", str(SERVICES), "stop"], env=env, timeout=300)
-        shutil.rmtree(state, ignore_errors=True)
+    git_url, src = local.snapshot_origin(tmp, write_tiny_params)
+    with local.services(git_url, {"CORECODE_LOST_WORKER_AFTER": "60"}) as svc:
+        svc["worker_env"]["OMP_NUM_THREADS"] = "1"
+        yield {**svc, "tmp": tmp, "src": src, "git_url": git_url}
 
 
 def _worker(svc, name: str, pool: str, limit: int) -> subprocess.Popen:
-    """`prefect worker start` in its own directory (its clone and checkout live there), in its own process group."""
-    wdir = svc["tmp"] / name
-    wdir.mkdir(exist_ok=True)
-    env = {**svc["worker_env"], "CORECODE_WORKER_DIR": str(wdir)}
-    log = open(svc["tmp"] / f"{name}.log", "ab")
-    cmd = [str(BIN / "prefect"), "worker", "start", "--pool", pool, "--limit", str(limit), "--name", name]
-    return subprocess.Popen(cmd, cwd=wdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return local.start_worker(svc["worker_env"], svc["tmp"] / name, pool, limit, svc["tmp"] / f"{name}.log")
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
@@ -136,15 +67,7 @@ def _step_dirs(state: Path) -> list[int]:
 def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlflow_restart(services):
     svc = services
     state, wenv = svc["state"], svc["worker_env"]
-    deploy = subprocess.run(
-        [str(BIN / "prefect"), "--no-prompt", "deploy", "--name", "pipeline-remote", "--name", "stage-gpu"],
-        cwd=svc["src"],
-        env=wenv,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    local.deploy(svc["src"], wenv, ["pipeline-remote", "stage-gpu"])
     workers = {
         "cpu": _worker(svc, "cpu-worker", "cpu", 2),
         "gpu1": _worker(svc, "gpu-worker-1", "gpu", 1),
@@ -175,13 +98,7 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
             result = fr.state.result()
     finally:
         for p in workers.values():
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:  # a worker busy shutting down its runs on a loaded machine
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait(timeout=30)
+            local.stop_worker(p)
     assert restarted and killed
 
     from flows.pipeline import stage_order
@@ -218,8 +135,8 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
     with_artifacts = [r for r in finished.values() if client.list_artifacts(r.info.run_id)]
     assert with_artifacts
     run_id = with_artifacts[0].info.run_id  # an artifact logged through the server comes back through it
-    local = client.download_artifacts(run_id, client.list_artifacts(run_id)[0].path)
-    assert Path(local).exists()
+    fetched = client.download_artifacts(run_id, client.list_artifacts(run_id)[0].path)
+    assert Path(fetched).exists()
 
 
 def test_a_stopped_service_is_named_and_retried_and_bad_params_are_not(services, tmp_path, monkeypatch):
