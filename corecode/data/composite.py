@@ -460,8 +460,9 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
         if len(family_made) < n_family:  # the family's share of the split ran out: other problems fill the rest
             print(f"composite/{split}: {len(family_made)} efficiency problems, not {n_family} (the family's chains "
                   f"for this split are used up); {n_family - len(family_made)} more of the others", file=sys.stderr)
-            n_family = len(family_made)  # the same chains again, their task ids after the others'
-            family_made = efficiency.generate(split, n_family, n - n_family, cfg, seed)
+            n_family = len(family_made)  # their task ids follow the others'
+            family_made = [(c, p.model_copy(update={"task_id": f"composite/{split}/{n - n_family + i}"}))
+                           for i, (c, p) in enumerate(family_made)]
         gen = _generate(split, n - n_family, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
         made = list(track(gen, total=n - n_family, description=f"composite {split}", disable=not progress))
         return made + family_made
