@@ -11,6 +11,13 @@ so a batch costs its live rows, not its longest row.
 
 The prompt is prefilled by the model's own forward (transformers' masks and attention), so only the one-token decode
 step is re-stated; tests check its logits against the model's forward and its greedy output against ``generate``.
+
+On a GPU the same loop is launch-bound instead: a 1.5B Qwen2 step is about 1,500 kernels (more with LoRA adapters),
+each launched from Python, so a 16-row step took 45-90 ms where the weights take under 1 ms to read (2x H200,
+2026-11-27, docs/benchmarks.md). There the step runs with fixed shapes (attention over the whole KV buffer under the
+keep-mask, the new K/V written at a slot held in a tensor, no compaction) and is recorded once per ``run`` as a CUDA
+graph (``_GraphedStep``), then replayed each token: no compile, so no minutes-long first step as with the static
+cache's ``torch.compile``. Sampling stays outside the graph (it may draw from per-row streams).
 """
 
 from __future__ import annotations
@@ -44,11 +51,14 @@ def _decoder_parts(model):
 class LeanDecoder:
     """Sample continuations of left-padded prompts with one model, on its device (meant for CPU)."""
 
-    def __init__(self, model):
+    def __init__(self, model, graphs: bool | None = None):
+        """``graphs``: fixed-shape steps recorded as a CUDA graph (None: when the model is on a GPU; False on a GPU
+        runs the eager loop, True on a CPU runs the fixed-shape step eagerly, which tests use)."""
         parts = _decoder_parts(model)
         if parts is None or not self.supports(model):
             raise ValueError(f"LeanDecoder does not support {type(model).__name__}")
         self.model = model
+        self.graphs = graphs
         self.base, self.inner = parts
         attn = self.inner.layers[0].self_attn
         self.apply_rope = sys.modules[type(attn).__module__].apply_rotary_pos_emb
@@ -86,17 +96,21 @@ class LeanDecoder:
         self,
         tokens: torch.Tensor,
         positions: torch.Tensor,
-        slot: int,
+        slot: int | torch.Tensor,
         keys: list[torch.Tensor],
         values: list[torch.Tensor],
         keep: torch.Tensor,
     ) -> torch.Tensor:
         """Logits [rows, vocab] for one new token per row at ``positions``; its K/V are written at buffer ``slot``
-        and attention sees the buffer slots up to ``slot`` where ``keep`` is True."""
+        and attention sees the buffer slots up to ``slot`` where ``keep`` is True. ``slot`` as a one-element tensor
+        gives the fixed-shape step a CUDA graph can record: the write indexes by the tensor and attention spans the
+        whole buffer (``keep`` is False past ``slot``), so no shape depends on the step."""
         rows = tokens.shape[0]
         x = self.inner.embed_tokens(tokens)[:, None, :]  # [rows, 1, hidden]
         cos, sin = self.inner.rotary_emb(x, positions[:, None])
-        mask = keep[:, None, None, : slot + 1]
+        fixed = isinstance(slot, torch.Tensor)
+        span = keys[0].shape[2] if fixed else slot + 1
+        mask = keep[:, None, None, :span]
         for layer, k_buf, v_buf in zip(self.inner.layers, keys, values):
             attn = layer.self_attn
             h = layer.input_layernorm(x)
@@ -107,15 +121,19 @@ class LeanDecoder:
             if hasattr(attn, "q_norm"):  # Qwen3
                 q, k = attn.q_norm(q), attn.k_norm(k)
             q, k = self.apply_rope(q, k, cos, sin)
-            k_buf[:, :, slot] = k[:, :, 0]
-            v_buf[:, :, slot] = v[:, :, 0]
+            if fixed:
+                k_buf.index_copy_(2, slot, k)
+                v_buf.index_copy_(2, slot, v)
+            else:
+                k_buf[:, :, slot] = k[:, :, 0]
+                v_buf[:, :, slot] = v[:, :, 0]
             n_kv = k_buf.shape[1]
             # One query token: the query heads of a KV group become that group's query positions, so grouped-query
             # attention needs no repeated K/V (see hf._grouped_decode_attention).
             out = F.scaled_dot_product_attention(
                 q.reshape(rows, n_kv, -1, attn.head_dim),
-                k_buf[:, :, : slot + 1],
-                v_buf[:, :, : slot + 1],
+                k_buf[:, :, :span],
+                v_buf[:, :, :span],
                 attn_mask=mask,
                 scale=attn.scaling,
             )
@@ -197,6 +215,8 @@ class LeanDecoder:
                 return torch.stack([torch.rand(vocab, generator=streams[r], device=dev) for r in buffer_rows.tolist()])
 
             live = torch.arange(rows, device=dev)  # original row of each buffer row
+            fixed = self.graphs if self.graphs is not None else dev.type == "cuda"
+            step = _GraphedStep(self, keys, values, keep) if fixed else None
             tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
             out[:, 0] = tok
             finished = is_eos[tok]  # per original row
@@ -207,13 +227,16 @@ class LeanDecoder:
                 done_live = finished[live]
                 if bool(done_live.all()):
                     break
-                if done_live.float().mean() >= _COMPACT_AT:
+                if step is None and done_live.float().mean() >= _COMPACT_AT:  # fixed shapes: finished rows go on
                     idx = (~done_live).nonzero().squeeze(1)
                     keys, values = [k[idx] for k in keys], [v[idx] for v in values]
                     keep, positions, tok, live = keep[idx], positions[idx], tok[idx], live[idx]
                 slot = plen + i - 1
                 keep[:, slot] = True
-                logits = self.step(tok, positions, slot, keys, values, keep)
+                if step is None:
+                    logits = self.step(tok, positions, slot, keys, values, keep)
+                else:
+                    logits = step(tok, positions, slot)
                 positions = positions + 1
                 tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
                 tok = torch.where(finished[live], pad_id, tok)
@@ -223,3 +246,43 @@ class LeanDecoder:
         finally:
             self.model.train(was_training)
         return out[:, :n]
+
+
+class _GraphedStep:
+    """``LeanDecoder.step`` with fixed shapes over one ``run``'s KV buffers, recorded as a CUDA graph on its first call
+    and replayed after (on a CPU it runs eagerly). Inputs are copied into static tensors the graph reads; the logits it
+    returns are overwritten by the next call. Written here because torch's ``make_graphed_callables`` is for
+    autograd modules and ``torch.compile(mode="reduce-overhead")`` compiles for minutes at a 1.5B shape."""
+
+    def __init__(self, decoder: LeanDecoder, keys: list[torch.Tensor], values: list[torch.Tensor], keep: torch.Tensor):
+        self.decoder, self.keys, self.values, self.keep = decoder, keys, values, keep
+        rows, dev = keep.shape[0], keep.device
+        self.tokens = torch.zeros(rows, dtype=torch.long, device=dev)
+        self.positions = torch.zeros(rows, dtype=torch.long, device=dev)
+        self.slot = torch.zeros(1, dtype=torch.long, device=dev)
+        self.graph = None
+        self.logits: torch.Tensor | None = None
+
+    def _step(self) -> torch.Tensor:
+        return self.decoder.step(self.tokens, self.positions, self.slot, self.keys, self.values, self.keep)
+
+    def __call__(self, tokens: torch.Tensor, positions: torch.Tensor, slot: int) -> torch.Tensor:
+        self.tokens.copy_(tokens)
+        self.positions.copy_(positions)
+        self.slot.fill_(slot)
+        if self.keep.device.type != "cuda":
+            return self._step()
+        if self.graph is not None:
+            self.graph.replay()
+            return self.logits
+        # The first call computes this token on a side stream (CUDA's recipe: lazy initialisations such as cuBLAS
+        # workspaces must not happen during capture), then records the graph, which capture does not run.
+        side = torch.cuda.Stream(device=self.keep.device)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            logits = self._step()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+            self.logits = self._step()
+        return logits

@@ -188,3 +188,49 @@ def test_seeded_rows_are_batched_by_length(lean, monkeypatch):
     lens = [len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
     in_order = abs(lens[0] - lens[1]) + abs(lens[2] - lens[3])
     assert sum(pad for _, pad in widths) < in_order  # prompt order would have padded more
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "lora"])
+def test_fixed_shape_step_equals_the_sliced_step(kind):
+    # The step a CUDA graph records (K/V written at a tensor slot, attention over the whole buffer under the keep-mask)
+    # gives the logits and the K/V buffers of the step that slices the buffer to the tokens so far.
+    model = _model(kind)
+    dec = LeanDecoder(model)
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(3, 97, (3, 7), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, :3] = 0
+    follow = torch.randint(3, 97, (3, 4), generator=g)
+    with torch.no_grad():
+        sliced = dec.prefill(ids, mask, max_new=6)
+        fixed = dec.prefill(ids, mask, max_new=6)
+        for t in range(follow.shape[1]):
+            slot = ids.shape[1] + t
+            for _, _, _, keep, _ in (sliced, fixed):
+                keep[:, slot] = True
+            a = dec.step(follow[:, t], sliced[4] + t, slot, sliced[1], sliced[2], sliced[3])
+            b = dec.step(follow[:, t], fixed[4] + t, torch.tensor([slot]), fixed[1], fixed[2], fixed[3])
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+        for bufs_a, bufs_b in ((sliced[1], fixed[1]), (sliced[2], fixed[2])):
+            for x, y in zip(bufs_a, bufs_b):
+                torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-5)
+                assert y[:, :, ids.shape[1] + follow.shape[1] :].abs().sum() == 0  # nothing written past the slots
+
+
+def test_fixed_shape_loop_gives_the_eager_loops_samples():
+    # The loop as it runs on a GPU (fixed-shape steps, no compaction: here run eagerly, since a CPU has no CUDA graphs)
+    # samples what the eager loop samples: greedy, and with per-row seeds where rows finish at different steps.
+    model = _model("qwen2")
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(3, 97, (4, 6), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0
+    eos = {5, 7, 11}
+    for temperature, seeds in ((0.0, None), (2.0, [1, 2, 3, 4])):
+        runs = [
+            LeanDecoder(model, graphs=graphs).run(ids, mask, 12, 0, eos, temperature, 0.95, row_seeds=seeds)
+            for graphs in (False, True)
+        ]
+        assert torch.equal(runs[0], runs[1])
+    finished = (runs[0] == 0).any(1)
+    assert finished.any() and not finished.all()  # rows finished at different steps (the eager loop compacted)

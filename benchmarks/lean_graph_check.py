@@ -1,0 +1,136 @@
+"""The lean decode loop on a GPU, eager against CUDA-graphed, side by side in one command: prints both, their ratio
+and OK, or fails.
+
+``LeanDecoder`` on a GPU records its fixed-shape step as a CUDA graph (corecode/generation/lean_decode.py); the 1.5B
+rollouts of ``grpo.team.lean_decode`` take that path. The model is Qwen2.5-Coder's layout at ``--shape`` with random
+bf16 weights built on the GPU (``--lora``: wrapped in the qwen2.5-coder profiles' LoRA, r 16 on every projection,
+its B matrices made non-zero so the adapters matter); no tokenizer or checkpoint is needed.
+
+    python benchmarks/lean_graph_check.py                 # 1.5B shape, 16 rows, 64 prompt + 64 new tokens
+    python benchmarks/lean_graph_check.py --lora --rows 64
+
+Checks: (1) teacher-forced, the graphed step's logits equal the eager step's for ``--new-tokens`` steps (bf16:
+largest difference at most 2% of the largest logit); (2) both loops decode ``--new-tokens`` tokens a row, EOS blocked
+(the timing runs' fixed length), twice each; the second run is timed. Prints a JSON line with tokens/s of each, the
+ratio, and the bound a step of this shape has from reading its weights and KV cache at the card's bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from corecode.generation.lean_decode import LeanDecoder, _GraphedStep  # noqa: E402
+from corecode.models.testing import QWEN25_CODER_SHAPES  # noqa: E402
+
+QWEN_EOS = {151643, 151645}
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def build(shape: str, lora: bool):
+    cfg = Qwen2Config(**QWEN25_CODER_SHAPES[shape], max_position_embeddings=4096, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=LORA_TARGETS))
+        for name, weight in model.named_parameters():
+            if "lora_B" in name:
+                torch.nn.init.normal_(weight, std=0.02)
+    return model.eval()
+
+
+def teacher_forced_gap(model, ids, mask, steps: int) -> float:
+    """Largest |graphed - eager| logit over ``steps`` teacher-forced steps, relative to the largest eager logit."""
+    dec = LeanDecoder(model, graphs=False)
+    eager = dec.prefill(ids, mask, steps)
+    graphed = dec.prefill(ids, mask, steps)
+    graph = _GraphedStep(dec, graphed[1], graphed[2], graphed[3])
+    tok = eager[0].argmax(-1)
+    worst = 0.0
+    for t in range(steps - 1):
+        slot = ids.shape[1] + t
+        eager[3][:, slot] = True
+        graphed[3][:, slot] = True
+        a = dec.step(tok, eager[4] + t, slot, eager[1], eager[2], eager[3])
+        b = graph(tok, graphed[4] + t, slot)
+        worst = max(worst, float((a - b).abs().max() / a.abs().max()))
+        tok = a.argmax(-1)
+    return worst
+
+
+def timed(model, graphs: bool, ids, mask, new: int, top_p: float) -> tuple[float, torch.Tensor]:
+    dec = LeanDecoder(model, graphs=graphs)
+    for _ in range(2):  # the second run is timed (the first warms the allocator and cuBLAS)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        out = dec.run(ids, mask, new, 0, QWEN_EOS, 1.0, top_p, block_eos=True)
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="1.5b", choices=sorted(QWEN25_CODER_SHAPES))
+    ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--prompt-tokens", type=int, default=64)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--top-p", type=float, default=0.95)
+    ap.add_argument("--bandwidth-gbs", type=float, default=None, help="card bandwidth (default: H100 3350, H200 4800)")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("error: lean_graph_check.py needs a CUDA GPU (CUDA graphs)")
+    model = build(a.shape, a.lora)
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, vocab, (a.rows, a.prompt_tokens), device="cuda")
+    mask = torch.ones_like(ids)
+    mask[::2, : a.prompt_tokens // 4] = 0
+    with torch.no_grad():
+        gap = teacher_forced_gap(model, ids, mask, a.new_tokens)
+        eager_s, eager_out = timed(model, False, ids, mask, a.new_tokens, a.top_p)
+        graph_s, graph_out = timed(model, True, ids, mask, a.new_tokens, a.top_p)
+    tokens = a.rows * a.new_tokens
+    name = torch.cuda.get_device_name()
+    bandwidth = a.bandwidth_gbs or (4800.0 if "H200" in name else 3350.0)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    cfg = model.config
+    head_dim = cfg.hidden_size // cfg.num_attention_heads
+    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2  # K and V, bf16
+    kv = a.rows * (a.prompt_tokens + a.new_tokens) * kv_per_token  # the graphed step reads the whole buffer
+    bound_step_s = (weights + kv) / (bandwidth * 1e9)
+    summary = {
+        "device": name,
+        "torch": torch.__version__,
+        "shape": a.shape,
+        "lora": a.lora,
+        "rows": a.rows,
+        "new_tokens": a.new_tokens,
+        "eager_tok_per_s": round(tokens / eager_s),
+        "graphed_tok_per_s": round(tokens / graph_s),
+        "graphed_vs_eager": round(eager_s / graph_s, 2),
+        "graphed_step_ms": round(1000 * graph_s / a.new_tokens, 2),
+        "bandwidth_bound_step_ms": round(1000 * bound_step_s, 3),
+        "fraction_of_bound": round(bound_step_s / (graph_s / a.new_tokens), 3),
+        "teacher_forced_logit_gap": round(gap, 5),
+    }
+    print(json.dumps(summary))
+    for out in (eager_out, graph_out):
+        if out.shape != (a.rows, a.new_tokens) or int(out.min()) < 0 or int(out.max()) >= vocab:
+            sys.exit(f"error: decoded ids of shape {tuple(out.shape)} in [{int(out.min())}, {int(out.max())}]")
+    if gap > 0.02:
+        sys.exit(f"error: graphed step logits differ from the eager step's by {gap:.3%} of the largest logit")
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
