@@ -14,8 +14,8 @@
 # the default; a run that failed is not retried; RESUME=0 starts over). Every run's figures are in the tables as soon
 # as it ends.
 # Shapes (gpudev decodes with the profile's static cache, about a minute's compile per process; GPUDEV_DECODE=lean
-# decodes eagerly, which on a 4x H100 host was CPU-bound and varied 6x from step to step; the 1.5B shapes decode
-# eagerly, grpo.team.lean_decode, since a static cache compiles for minutes there):
+# decodes with grpo.team.lean_decode; the 1.5B shapes decode with grpo.team.lean_decode, whose step is a CUDA graph
+# recorded without compiling, since a static cache compiles for minutes there):
 #   gpudev    the gpu-dev profile: its 92M model (init-model: random weights, the profile's tokenizer), 8 problems x 4
 #             plans x 4 programs per GPU, 96 / 192 tokens, bf16 (fp32 master weights, a bf16 sampling copy per role)
 #   lora1.5b  Qwen2.5-Coder-1.5B-Instruct's shape (benchmarks/standin_checkpoint.py; needs .bench/tok32k.json), the

@@ -92,9 +92,10 @@ class TwoRoleGRPOParams(BaseModel):
     )
     lean_decode: bool | None = Field(
         None,
-        description="Sample rollouts with corecode's eager decode loop (corecode.generation.lean_decode: no "
-        "generate overhead, finished rows dropped) instead of generate. null (auto): on CPU for Llama/Qwen2-shaped "
-        "models (faster there, docs/benchmarks.md); true: wherever the model is supported; false: generate.",
+        description="Sample rollouts with corecode's decode loop (corecode.generation.lean_decode: no generate "
+        "overhead; on CPU eager with finished rows dropped, on a GPU each step a CUDA graph, no compile) instead of "
+        "generate. null (auto): on CPU for Llama/Qwen2-shaped models (faster there, docs/benchmarks.md); true: "
+        "wherever the model is supported; false: generate.",
     )
 
     fixed_length: bool = Field(
