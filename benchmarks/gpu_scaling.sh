@@ -85,7 +85,7 @@ params() {
 report() {
   python3 benchmarks/scaling_summary.py $RUNS --json "$R/scaling.json" >"$R/scaling.md" 2>>"$R/log"
   cp $RUNS "$R/runs.tsv"
-  tar czf "$R/logs.tgz" data/scaling/logs data/scaling/runs.tsv data/params.scaling-*.yaml "$R"/mem.* 2>/dev/null
+  tar czf "$R/logs.tgz" data/scaling/logs data/scaling/runs.tsv data/params.scaling-*.yaml "$R"/mem.* "$R"/apps.* 2>/dev/null
   tail -c 8000000 "$R/log" >"$R/log.txt"  # the run tool brings back files of at most 16 MB
   [ -z "${OUT:-}" ] || cp "$R"/{scaling.md,scaling.json,steps.tsv,env.txt,log.txt,logs.tgz} "$OUT"/ 2>/dev/null
   return 0
