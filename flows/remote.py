@@ -205,6 +205,8 @@ def pipeline_remote(
                     "pull_bytes": result["pull"]["bytes"],
                     "push_s": result["push"]["seconds"],
                     "push_bytes": result["push"]["bytes"],
+                    "ckpt_push_s": result.get("checkpoint_push", {}).get("seconds", 0.0),
+                    "ckpt_push_bytes": result.get("checkpoint_push", {}).get("bytes", 0),
                     "resumed_from": ", ".join(result["restored"]) or None,
                 }
             )

@@ -46,6 +46,7 @@ UNCACHED_PREFIX = "corecode-uncached"
 RUN_STATE_PREFIX = "corecode-run-state"
 SYNC_ENV = "CORECODE_RUN_STATE_SYNC"  # "<remote prefix>" of the running stage's checkpoints
 START_ID_ENV = "CORECODE_START_MODELS_ID"  # content identity of the stage's inputs (dvc.lock md5s)
+PUSH_LOG_ENV = "CORECODE_RUN_STATE_PUSH_LOG"  # JSON lines {step, seconds, bytes}, one per checkpoint push
 # A stage command exiting 2 is a usage/input error (corecode's `error:` lines): retrying cannot fix it.
 PERMANENT_EXIT = "exited with 2"
 
@@ -288,6 +289,7 @@ def push_checkpoint(checkpoint_root: str | Path, step_dir: str | Path) -> None:
 
     Written under a temporary name and renamed, so a worker that dies mid-copy leaves nothing a restore would take.
     """
+    start = time.monotonic()
     root = Path.cwd()
     rel = Path(checkpoint_root).resolve().relative_to(root)
     fs, base = _run_state_base(root, os.environ[SYNC_ENV])
@@ -308,6 +310,10 @@ def push_checkpoint(checkpoint_root: str | Path, step_dir: str | Path) -> None:
     for old in fs.ls(dst, detail=False):
         if Path(old).name.startswith("step-") and Path(old).name not in keep:
             fs.rm(old, recursive=True)
+    if os.environ.get(PUSH_LOG_ENV):  # what the stage's run spent on these pushes (run_stage reports it apart)
+        record = {"step": name, "seconds": round(time.monotonic() - start, 2), "bytes": _size(Path(step_dir))}
+        with open(os.environ[PUSH_LOG_ENV], "a") as fh:
+            fh.write(json.dumps(record) + "\n")
 
 
 def restore_run_state(root: Path, prefix: str) -> list[str]:
@@ -340,7 +346,9 @@ def run_stage(
     parent_run_id: str | None = None,
     log=print,
 ) -> dict[str, Any]:
-    """Run ``stage`` at ``commit`` in this worker's checkout; returns ``{stage, lock, pull, run, push, restored}``.
+    """Run ``stage`` at ``commit`` in this worker's checkout; returns ``{stage, lock, pull, run, push,
+    checkpoint_push, restored}`` (``checkpoint_push``: seconds, bytes and count of the checkpoint pushes during the
+    run, which ``run`` includes).
 
     ``lock``: the dvc.lock entries of the stages already run (``{stage: entry}``). ``run_key`` names this pipeline
     run on the remote (its GRPO checkpoints). ``worker_dir``: this worker's own directory (``CORECODE_WORKER_DIR``).
@@ -359,8 +367,10 @@ def run_stage(
     restored = restore_run_state(root, prefix)
     if restored:
         log(f"{stage}: restored checkpoints {restored} from the remote")
+    push_log = Path(worker_dir).resolve() / f"checkpoint-pushes-{stage}.jsonl"
+    push_log.unlink(missing_ok=True)
     env = dict(os.environ)
-    env.update({SYNC_ENV: prefix, START_ID_ENV: start_models_id(inputs)})
+    env.update({SYNC_ENV: prefix, START_ID_ENV: start_models_id(inputs), PUSH_LOG_ENV: str(push_log)})
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])  # the commit's code
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     if parent_run_id:
@@ -378,11 +388,17 @@ def run_stage(
     if entry is None:
         raise StageError(stage, "dvc repro left no dvc.lock entry", permanent=True)
     pushed = push_outputs(root, stage, entry)
+    ckpt = [json.loads(line) for line in push_log.read_text().splitlines()] if push_log.is_file() else []
     return {
         "stage": stage,
         "lock": entry,
         "pull": pulled,
         "run": {"seconds": seconds},
         "push": pushed,
+        "checkpoint_push": {  # inside "run": GRPO's resumable checkpoints pushed at each save
+            "seconds": round(sum(c["seconds"] for c in ckpt), 2),
+            "bytes": sum(c["bytes"] for c in ckpt),
+            "count": len(ckpt),
+        },
         "restored": restored,
     }

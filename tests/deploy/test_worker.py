@@ -3,6 +3,7 @@ end: test_share_nothing.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -42,8 +43,13 @@ def test_checkpoints_go_to_the_remote_and_come_back_in_another_checkout(tmp_path
     (ckpt / "fingerprint.txt").write_text("abc\n")
     monkeypatch.chdir(first)
     monkeypatch.setenv(worker.SYNC_ENV, "run1/grpo")
+    log = tmp_path / "pushes.jsonl"
+    monkeypatch.setenv(worker.PUSH_LOG_ENV, str(log))
     worker.push_checkpoint(ckpt, ckpt / "step-1")
     worker.push_checkpoint(ckpt, ckpt / "step-2")
+    pushes = [json.loads(line) for line in log.read_text().splitlines()]  # what run_stage reports apart from "run"
+    assert [(p["step"], p["bytes"]) for p in pushes] == [("step-1", 10), ("step-2", 10)]
+    assert all(p["seconds"] >= 0 for p in pushes)
     base = remote / worker.RUN_STATE_PREFIX / "run1/grpo/data/run_state/grpo_team"
     assert sorted(p.name for p in base.iterdir()) == ["fingerprint.txt", "step-1", "step-2"]
     (base / ".partial-step-3").mkdir()  # a copy cut short by a lost worker is never restored
