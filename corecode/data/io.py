@@ -7,7 +7,7 @@ files are read back by ``datasets.load_dataset("json")`` and by ``read_problems`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -27,12 +27,12 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
     return n
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSONL file; a bad line raises ``ValueError`` naming ``file:line``."""
+def iter_jsonl(path: str | Path, missing: str = "no such file") -> Iterator[tuple[int, dict]]:
+    """(line number, row) of each non-blank line of a JSONL file. A missing file raises ``FileNotFoundError``
+    ("PATH: ``missing``"); a line that is not a JSON object raises ``ValueError`` naming ``file:line``."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    rows = []
+        raise FileNotFoundError(f"{path}: {missing}")
     with path.open() as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -40,11 +40,15 @@ def read_jsonl(path: str | Path) -> list[dict]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {e}") from e
+                raise ValueError(f"{path}:{lineno}: not valid JSON: {e}") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
+            yield lineno, row
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Read a JSONL file; a bad line raises ``ValueError`` naming ``file:line``."""
+    return [row for _, row in iter_jsonl(path)]
 
 
 def write_problems(path: str | Path, problems: Iterable[Problem]) -> int:

@@ -56,24 +56,16 @@ def resolve_dtype(dtype: str | torch.dtype = "auto", device: str | torch.device 
 # ----------------------------------------------------------------------------------------------------------- corpus
 def iter_corpus_texts(paths: list[Path], max_rows: int | None = None) -> Iterator[str]:
     """Yield the text fields (prompt, completion, text) of every JSONL row; errors name the file and line."""
+    from corecode.data.io import iter_jsonl
+
     for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: training corpus file not found (run `corecode build-data` first)")
-        with path.open() as f:
-            for lineno, line in enumerate(f, 1):
-                if max_rows is not None and lineno > max_rows:
-                    break
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: not valid JSON: {e}") from None
-                texts = [row[k] for k in CORPUS_TEXT_KEYS if isinstance(row, dict) and isinstance(row.get(k), str)]
-                if not texts:
-                    raise ValueError(f"{path}:{lineno}: row has none of the text fields {CORPUS_TEXT_KEYS}")
-                yield from texts
+        for lineno, row in iter_jsonl(path, "training corpus file not found (run `corecode build-data` first)"):
+            if max_rows is not None and lineno > max_rows:
+                break
+            texts = [row[k] for k in CORPUS_TEXT_KEYS if isinstance(row.get(k), str)]
+            if not texts:
+                raise ValueError(f"{path}:{lineno}: row has none of the text fields {CORPUS_TEXT_KEYS}")
+            yield from texts
 
 
 # ----------------------------------------------------------------------------------------------------------- models

@@ -108,24 +108,17 @@ def _read_jsonl_rows(path: str | Path) -> list[dict[str, Any]]:
     Read by hand rather than with ``datasets.load_dataset("json")`` so that a bad row is reported with its file and line
     number (Arrow's JSON reader only says the file failed to parse).
     """
-    path = Path(path)
-    if not path.exists():
-        raise SFTDataError(f"{path}: SFT dataset not found (run `corecode build-data` first)")
+    from corecode.data.io import iter_jsonl
+
     rows: list[dict[str, Any]] = []
-    with path.open() as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SFTDataError(f"{path}:{lineno}: not valid JSON: {e}") from None
-            if not isinstance(row, dict):
-                raise SFTDataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+    try:
+        for lineno, row in iter_jsonl(path, "SFT dataset not found (run `corecode build-data` first)"):
             for key in ("prompt", "completion"):
                 if not isinstance(row.get(key), str) or not row[key]:
                     raise SFTDataError(f"{path}:{lineno}: key {key!r} missing or not a non-empty string")
             rows.append(row)
+    except (FileNotFoundError, ValueError) as e:
+        raise e if isinstance(e, SFTDataError) else SFTDataError(str(e)) from None
     return rows
 
 
