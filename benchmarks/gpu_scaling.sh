@@ -23,7 +23,8 @@
 #             $TOKENS_15B tokens per plan and program
 #   full1.5b  the same with every weight trained (fp32 master weights + a bf16 sampling copy per role)
 # Arrangements: ddp, fsdp (accelerate launch, configs/accelerate/{ddp,fsdp}.yaml, one process per GPU, each with its
-#   own problems); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
+#   own problems); fsdp_keep (fsdp.yaml with --fsdp_reshard_after_forward false: a layer's gathered weights are kept
+#   from its forward to its backward, one all-gather per micro-batch instead of two, for more memory; not a default); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
 #   on 2 GPUs: grpo.team.planner_device / coder_device).
 #   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; the row is GPU 0's log:
 #   what the host allows two GPUs without any collective, the ceiling against which DDP's cost shows).
@@ -125,10 +126,12 @@ for shape in $SHAPES; do
       case $arr in
         ddp|fsdp) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/$arr.yaml \
           --num_processes $n benchmarks/team_timing.py ;;
+        fsdp_keep) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
+          --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py ;;
         split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
           --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
         pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
-        *) echo "unknown arrangement $arr (ddp, pair, fsdp, split)" >>"$R/steps.tsv" ;;
+        *) echo "unknown arrangement $arr (ddp, pair, fsdp, fsdp_keep, split)" >>"$R/steps.tsv" ;;
       esac
     done
   done
