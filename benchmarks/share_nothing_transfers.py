@@ -44,11 +44,14 @@ from corecode.deploy.local import REPO, can_run_services, deploy, services, snap
 
 FIELDS = ("run_s", "pull_s", "pull_bytes", "push_s", "push_bytes", "ckpt_push_s", "ckpt_push_bytes")
 _GRPO = {"problems_per_step": 1, "max_steps": 1, "save_steps": 1, "eval_steps": 0, "eval_problems": 2}
-# What --profile cuts: compute only. Every key left out (model.*, *.dtype, data.*, grpo.*.bf16/lora/roles/frozen_roles,
+# What --profile cuts: compute only. Every key left out (model.*, data.*, grpo.*.bf16/lora/roles/frozen_roles,
 # save_total_limit, the stages) stays as the profile has it, so each stage pulls and pushes what it would on a GPU.
 COMPUTE_CUT = {
     "sandbox.workers": 2,  # this machine's cores (the profile's 14 are a 16-core GPU host's)
     "generation.fast_path": "lean",  # the profile's "static" compiles a CUDA decode step; lean is the CPU path
+    # the Trainer's bf16 autocast, which needs a GPU; without LoRA (as in gpu-dev) SFT trains and saves fp32 weights
+    # either way (corecode.training.sft.base_weight_dtype), so the checkpoints keep their size
+    "sft.dtype": "float32",
     "sft.max_steps": 2,
     "sft.planner.max_steps": 2,
     "sft.batch_size": 2,

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from corecode.config import Params
 from corecode.models.profiles import apply_profile
+from corecode.training.sft import base_weight_dtype
 
 REPO = Path(__file__).parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 from share_nothing_transfers import COMPUTE_CUT, profile_params  # noqa: E402
 
 # What decides the size of a stage's inputs and outputs: the model (shape, dtype), the data, the checkpoints' contents.
-SIZE_KEYS = ("model", "data", "baselines", "sft.dtype", "sft.lora", "sft.save_steps", "sft.save_total_limit")
+SIZE_KEYS = ("model", "data", "baselines", "sft.lora", "sft.save_steps", "sft.save_total_limit")
 GRPO_SIZE_KEYS = ("bf16", "lora", "roles", "frozen_roles", "shared_base", "save_total_limit", "resume")
 
 
@@ -38,6 +39,11 @@ def test_gpu_dev_cut_keeps_the_profiles_artifact_shapes():
         assert 1 <= cut["grpo"][trainer]["save_steps"] <= cut["grpo"][trainer]["max_steps"]
     assert cut["model"]["embedded"]["hidden_size"] == 768 and cut["model"]["dtype"] == "bfloat16"  # the profile's
     assert cut["data"]["composite"]["n_train"] == 10000
-    assert not any(k.split(".")[0] in ("model", "data") or k.endswith(("dtype", "bf16")) for k in COMPUTE_CUT)
+    assert not any(k.split(".")[0] in ("model", "data") or k.endswith("bf16") for k in COMPUTE_CUT)
+    # sft.dtype is only the Trainer's autocast where SFT trains full weights (no LoRA): they are saved fp32 either way
+    assert not any(k.endswith("dtype") for k in COMPUTE_CUT if k != "sft.dtype")
+    assert not full["sft"]["lora"]["enabled"]
+    assert str(base_weight_dtype(Params.model_validate(cut).sft)) == "torch.float32"
+    assert str(base_weight_dtype(Params.model_validate(full).sft)) == "torch.float32"
     assert cut["sft"]["max_steps"] < full["sft"]["max_steps"]  # the compute is cut
     assert cut["grpo"]["team"]["max_steps"] < full["grpo"]["team"]["max_steps"]
