@@ -1,4 +1,4 @@
-"""``LeanDecoder``: sampling for small Llama/Qwen2-shaped decoders on CPU, without ``generate``'s per-token overhead.
+"""``LeanDecoder``: sampling for Llama/Qwen2-shaped decoders without ``generate``'s per-token overhead (CPU and GPU).
 
 Why it exists: for the embedded default (a 2M-parameter Qwen2) a decode step of 32 rows is about 2 ms of matrix work,
 but ``model.generate`` spends another 6-8 ms per token in Python (logits processors, stopping criteria, cache
@@ -49,7 +49,8 @@ def _decoder_parts(model):
 
 
 class LeanDecoder:
-    """Sample continuations of left-padded prompts with one model, on its device (meant for CPU)."""
+    """Sample continuations of left-padded prompts with one model, on its device: on a CPU an eager loop that drops
+    finished rows, on a GPU fixed-shape steps replayed from a CUDA graph."""
 
     def __init__(self, model, graphs: bool | None = None):
         """``graphs``: fixed-shape steps recorded as a CUDA graph (None: when the model is on a GPU; False on a GPU
