@@ -135,7 +135,32 @@ def checkout(worker_dir: str | Path, git_url: str, commit: str, name: str = "che
 
 
 def _dvc(args: list[str], root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, env=env, capture_output=True, text=True)
+    """``dvc ARGS`` in ``root``, with the SSH remote's host key checked (corecode.deploy.dvc_cli)."""
+    cmd = [sys.executable, "-m", "corecode.deploy.dvc_cli", *args]
+    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+
+
+def _transfer(args: list[str], root: Path) -> None:
+    """``dvc pull|push ARGS``; a failure is a service problem (:class:`ServiceUnavailable`) carrying DVC's message."""
+    res = _dvc(args, root)
+    if res.returncode != 0:
+        raise ServiceUnavailable(f"dvc {' '.join(args)} failed: {(res.stdout + res.stderr).strip()[-1500:]}")
+
+
+@contextlib.contextmanager
+def _host_key_is_permanent(stage: str):
+    """A refused SSH host key (from DVC's output or asyncssh in this process) fails ``stage`` for good: a retry would
+    meet the same server. Other errors pass through as they are."""
+    from corecode.deploy.dvc_cli import KNOWN_HOSTS_ENV, is_host_key_error
+
+    try:
+        yield
+    except Exception as e:
+        if isinstance(e, StageError) or not is_host_key_error(f"{type(e).__name__}: {e}"):
+            raise
+        known = os.environ.get(KNOWN_HOSTS_ENV)
+        message = f"the DVC remote's SSH host key is not the one {KNOWN_HOSTS_ENV} ({known}) holds: {e}"
+        raise StageError(stage, message, permanent=True) from e
 
 
 @contextlib.contextmanager
@@ -155,6 +180,9 @@ def _repo(root: Path):
 def _remote(root: Path):
     """(fsspec filesystem, base path) of the checkout's default DVC remote: the filesystem DVC's wrapper holds (the
     wrapper copies directories only one way)."""
+    from corecode.deploy.dvc_cli import check_remote_host_key
+
+    check_remote_host_key()
     with _repo(root) as repo:
         remote = repo.cloud.get_remote()
         return remote.fs.fs, remote.path
@@ -235,9 +263,7 @@ def pull_inputs(root: Path, inputs: list[dict[str, Any]]) -> dict[str, float]:
     start = time.monotonic()
     cached = [i["path"] for i in inputs if i["cached"]]
     if cached:
-        res = _dvc(["pull", "-q", *cached], root)
-        if res.returncode != 0:
-            raise ServiceUnavailable(f"dvc pull {' '.join(cached)} failed: {(res.stdout + res.stderr).strip()[-1500:]}")
+        _transfer(["pull", *cached], root)
     uncached = [i for i in inputs if not i["cached"]]
     if uncached:
         fs, base = _remote(root)
@@ -259,9 +285,7 @@ def push_outputs(root: Path, stage: str, entry: dict[str, Any]) -> dict[str, flo
     """``dvc push`` the stage's cached outputs, copy its uncached ones (once per md5); returns ``{seconds, bytes}``."""
     start = time.monotonic()
     cached = dict(stage_outputs(root)[stage])
-    res = _dvc(["push", "-q", stage], root)
-    if res.returncode != 0:
-        raise ServiceUnavailable(f"dvc push {stage} failed: {(res.stdout + res.stderr).strip()[-1500:]}")
+    _transfer(["push", stage], root)
     uncached = [o for o in entry.get("outs", []) if not cached.get(o["path"], True)]
     if uncached:
         fs, base = _remote(root)
@@ -353,6 +377,13 @@ def run_stage(
     ``lock``: the dvc.lock entries of the stages already run (``{stage: entry}``). ``run_key`` names this pipeline
     run on the remote (its GRPO checkpoints). ``worker_dir``: this worker's own directory (``CORECODE_WORKER_DIR``).
     """
+    with _host_key_is_permanent(stage):
+        return _run_stage(stage, git_url, commit, lock, run_key, worker_dir, parent_run_id, log)
+
+
+def _run_stage(stage, git_url, commit, lock, run_key, worker_dir, parent_run_id, log) -> dict[str, Any]:
+    from corecode.deploy.dvc_cli import is_host_key_error
+
     worker_dir = worker_dir or os.environ.get("CORECODE_WORKER_DIR")
     if not worker_dir:
         raise StageError(stage, "CORECODE_WORKER_DIR is not set: each worker needs its own directory", permanent=True)
@@ -383,7 +414,8 @@ def run_stage(
     if res.returncode != 0:
         out = res.stdout + res.stderr
         check_services(service_endpoints(git_url=git_url))  # a service that went down names itself
-        raise StageError(stage, f"dvc repro exited with {res.returncode}:\n{out[-3000:]}", PERMANENT_EXIT in out)
+        permanent = PERMANENT_EXIT in out or is_host_key_error(out)  # a checkpoint push met a refused host key
+        raise StageError(stage, f"dvc repro exited with {res.returncode}:\n{out[-3000:]}", permanent)
     entry = (yaml.safe_load((root / "dvc.lock").read_text()) or {}).get("stages", {}).get(stage)
     if entry is None:
         raise StageError(stage, "dvc repro left no dvc.lock entry", permanent=True)

@@ -4,7 +4,8 @@ server, the Prefect server, the DVC remote's sshd) started in a state directory 
 A CPU worker and two GPU-pool workers (CPU here), each in its own directory with its own clone, run the tiny pipeline
 (tests/deploy/tiny.py) to promotion from a git origin holding a snapshot of this working tree. Faults: the first GPU
 worker is killed (its whole process group) once team GRPO has pushed a checkpoint, and the second one resumes from
-it; the MLflow server restarts while a training stage runs and no run, metric or artifact is lost; a stopped sshd
+it; the MLflow server restarts while a training stage runs and no run, metric or artifact is lost; a known_hosts file
+with another key for the sshd fails a stage at once (host keys are checked); a stopped sshd
 fails a stage with a message naming the DVC remote after the retry policy retried it, and a bad params.yaml (the
 command's exit 2) is not retried. The workers share this machine's venv (the installed software), nothing else.
 """
@@ -139,25 +140,53 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
     assert Path(fetched).exists()
 
 
+def attempts(state) -> int:
+    """How many times the stage flow's task ran (1 + its retries)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        (task_run,) = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+        )
+        return task_run.run_count
+
+
+def test_a_remote_whose_host_key_is_not_the_known_one_is_refused_and_not_retried(services, tmp_path, monkeypatch):
+    # dvc-ssh alone checks no host key; a worker checks it against CORECODE_DVC_REMOTE_KNOWN_HOSTS
+    # (corecode.deploy.dvc_cli). A known_hosts entry holding another key for the remote's host and port stops the
+    # stage at its first SSH connection, as a permanent error naming the file. (With the right file, the pipeline
+    # test above goes through it at every pull and push.)
+    svc = services
+    for k, v in svc["worker_env"].items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CORECODE_WORKER_DIR", str(tmp_path / "forged-worker"))
+    host = Path(svc["worker_env"]["CORECODE_DVC_REMOTE_KNOWN_HOSTS"]).read_text().split()[0]  # [127.0.0.1]:PORT
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    key_type, key = (tmp_path / "other.pub").read_text().split()[:2]
+    forged = tmp_path / "known_hosts"
+    forged.write_text(f"{host} {key_type} {key}\n")
+    monkeypatch.setenv("CORECODE_DVC_REMOTE_KNOWN_HOSTS", str(forged))
+    from flows.remote import stage_flow
+
+    main = subprocess.run(["git", "rev-parse", "main"], cwd=svc["git_url"], capture_output=True, text=True)
+    with _settings(svc):
+        kw = dict(git_url=svc["git_url"], run_key="forged", retries=1, retry_backoff_s=1, return_state=True)
+        state = stage_flow(stage="params", commit=main.stdout.strip(), **kw)
+    assert state.is_failed()
+    with pytest.raises(Exception, match=rf"SSH host key is not the one CORECODE_DVC_REMOTE_KNOWN_HOSTS \({forged}\)"):
+        state.result()
+    assert attempts(state) == 1  # permanent: not retried
+
+
 def test_a_stopped_service_is_named_and_retried_and_bad_params_are_not(services, tmp_path, monkeypatch):
     svc = services
     for k, v in svc["worker_env"].items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("CORECODE_WORKER_DIR", str(tmp_path / "probe-worker"))
-    from prefect.client.orchestration import get_client
-
     from flows.remote import stage_flow
 
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=svc["src"], capture_output=True, text=True).stdout.strip()
-
-    def attempts(state) -> int:
-        with get_client(sync_client=True) as client:
-            from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-            (task_run,) = client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
-            )
-            return task_run.run_count
 
     with _settings(svc):
         subprocess.run(["bash", str(SERVICES), "stop-one", "sshd"], env=svc["env"], check=True)
