@@ -43,7 +43,8 @@ from pathlib import Path
 from corecode.deploy.local import REPO, can_run_services, deploy, services, snapshot_origin, start_worker, stop_worker
 
 FIELDS = ("run_s", "pull_s", "pull_bytes", "push_s", "push_bytes", "ckpt_push_s", "ckpt_push_bytes")
-_GRPO = {"problems_per_step": 1, "max_steps": 1, "save_steps": 1, "eval_steps": 0, "eval_problems": 2}
+# step 1 saves a resumable checkpoint (and the worker pushes it): the trainer saves at steps before the last only
+_GRPO = {"problems_per_step": 1, "max_steps": 2, "save_steps": 1, "eval_steps": 0, "eval_problems": 2}
 # What --profile cuts: compute only. Every key left out (model.*, data.*, grpo.*.bf16/lora/roles/frozen_roles,
 # save_total_limit, the stages) stays as the profile has it, so each stage pulls and pushes what it would on a GPU.
 COMPUTE_CUT = {

@@ -35,8 +35,8 @@ def test_gpu_dev_cut_keeps_the_profiles_artifact_shapes():
     for trainer in ("team", "magrpo"):
         for key in GRPO_SIZE_KEYS:
             assert cut["grpo"][trainer][key] == full["grpo"][trainer][key], f"grpo.{trainer}.{key}"
-        # a resumable checkpoint is saved (and pushed) within the cut run's steps
-        assert 1 <= cut["grpo"][trainer]["save_steps"] <= cut["grpo"][trainer]["max_steps"]
+        # a resumable checkpoint is saved (and pushed): the trainer saves at the steps before the last
+        assert cut["grpo"][trainer]["save_steps"] < cut["grpo"][trainer]["max_steps"]
     assert cut["model"]["embedded"]["hidden_size"] == 768 and cut["model"]["dtype"] == "bfloat16"  # the profile's
     assert cut["data"]["composite"]["n_train"] == 10000
     assert not any(k.split(".")[0] in ("model", "data") or k.endswith("bf16") for k in COMPUTE_CUT)
