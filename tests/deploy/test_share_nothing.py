@@ -173,10 +173,11 @@ def test_a_remote_whose_host_key_is_not_the_known_one_is_refused_and_not_retried
     with _settings(svc):
         kw = dict(git_url=svc["git_url"], run_key="forged", retries=1, retry_backoff_s=1, return_state=True)
         state = stage_flow(stage="params", commit=main.stdout.strip(), **kw)
-    assert state.is_failed()
-    with pytest.raises(Exception, match=rf"SSH host key is not the one CORECODE_DVC_REMOTE_KNOWN_HOSTS \({forged}\)"):
-        state.result()
-    assert attempts(state) == 1  # permanent: not retried
+        assert state.is_failed()
+        refused = rf"SSH host key is not the one CORECODE_DVC_REMOTE_KNOWN_HOSTS \({forged}\)"
+        with pytest.raises(Exception, match=refused):
+            state.result()
+        assert attempts(state) == 1  # permanent: not retried
 
 
 def test_a_stopped_service_is_named_and_retried_and_bad_params_are_not(services, tmp_path, monkeypatch):
