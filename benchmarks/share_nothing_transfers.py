@@ -91,15 +91,19 @@ COMPUTE_CUT = {
 }
 
 
+def cut_sets(sets: list[str] | None = None) -> list[str]:
+    """:data:`COMPUTE_CUT` as ``KEY=VALUE`` overrides, then ``sets``: what ``--profile`` applies and prints."""
+    return [*(f"{k}={json.dumps(v)}" for k, v in COMPUTE_CUT.items()), *(sets or [])]
+
+
 def profile_params(profile: str, base: Path, sets: list[str] | None = None) -> dict:
     """``corecode profile apply PROFILE --base BASE`` with :data:`COMPUTE_CUT` and then ``sets`` as ``--set``."""
     from corecode.models.profiles import apply_profile
 
-    cut = [f"{k}={json.dumps(v)}" for k, v in COMPUTE_CUT.items()]
     cwd = os.getcwd()
     os.chdir(REPO)  # configs/profiles/NAME.yaml is relative to the repository
     try:
-        return apply_profile(profile, base, [*cut, *(sets or [])])
+        return apply_profile(profile, base, cut_sets(sets))
     finally:
         os.chdir(cwd)
 
@@ -207,9 +211,7 @@ def main() -> int:
         else f"profile {args.profile}, compute cut"
         if args.profile
         else "params.yaml (embedded default)",
-        "cut": ", ".join([*(f"{k}={json.dumps(v)}" for k, v in COMPUTE_CUT.items()), *args.sets])
-        if args.profile
-        else None,
+        "cut": ", ".join(cut_sets(args.sets)) if args.profile else None,
         "commit": _git("rev-parse", "--short=12", "HEAD"),
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
         "command": " ".join(["python", "benchmarks/share_nothing_transfers.py", *sys.argv[1:]]),
