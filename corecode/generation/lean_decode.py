@@ -217,7 +217,7 @@ class LeanDecoder:
 
             live = torch.arange(rows, device=dev)  # original row of each buffer row
             fixed = self.graphs if self.graphs is not None else dev.type == "cuda"
-            step = _GraphedStep(self, keys, values, keep) if fixed else None
+            graphed = _GraphedStep(self, keys, values, keep) if fixed else None
             tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
             out[:, 0] = tok
             finished = is_eos[tok]  # per original row
@@ -228,16 +228,16 @@ class LeanDecoder:
                 done_live = finished[live]
                 if bool(done_live.all()):
                     break
-                if step is None and done_live.float().mean() >= _COMPACT_AT:  # fixed shapes: finished rows go on
+                if graphed is None and done_live.float().mean() >= _COMPACT_AT:  # fixed shapes: finished rows go on
                     idx = (~done_live).nonzero().squeeze(1)
                     keys, values = [k[idx] for k in keys], [v[idx] for v in values]
                     keep, positions, tok, live = keep[idx], positions[idx], tok[idx], live[idx]
                 slot = plen + i - 1
                 keep[:, slot] = True
-                if step is None:
+                if graphed is None:
                     logits = self.step(tok, positions, slot, keys, values, keep)
                 else:
-                    logits = step(tok, positions, slot)
+                    logits = graphed(tok, positions, slot)
                 positions = positions + 1
                 tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
                 tok = torch.where(finished[live], pad_id, tok)
