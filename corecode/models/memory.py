@@ -9,6 +9,7 @@ passes may still need smaller batches (the out-of-memory message names those key
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -83,9 +84,18 @@ def check_fits(need_bytes: int, free_bytes: int, what: str, fix: str) -> None:
 
 
 def check_fits_gpu(need_bytes: int, what: str, fix: str, device: str | torch.device | None = None) -> None:
-    """:func:`check_fits` against ``torch.cuda.mem_get_info`` of ``device``; nothing to check off CUDA."""
+    """:func:`check_fits` against ``torch.cuda.mem_get_info`` of ``device`` (None: :func:`process_gpu`); nothing to
+    check off CUDA."""
     device = torch.device(device) if device is not None else None
     if not torch.cuda.is_available() or (device is not None and device.type != "cuda"):
         return
+    device = device or process_gpu()
     free, _ = torch.cuda.mem_get_info(device)
     check_fits(need_bytes, free, what, fix)
+
+
+def process_gpu() -> torch.device:
+    """The GPU this process trains on: ``cuda:LOCAL_RANK`` under accelerate launch / torchrun (the device accelerate
+    gives the process), else ``cuda:0``. Not the current device: before accelerate sets it, that is GPU 0 in every
+    process, and querying it would check the wrong card and open a CUDA context there from every rank."""
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % max(1, torch.cuda.device_count()))

@@ -132,3 +132,15 @@ def test_parameter_counts_from_config_json_alone(tmp_path):
     assert role_bytes(tmp_path / "7b", lora, torch.bfloat16) / GIB < 16  # ... a bf16 base with LoRA does
     with pytest.raises(ModelSourceError, match="grpo.team.lora.enabled"):
         check_fits(2 * full, 80 * GIB, "grpo.team with sft_planner and sft_coder", "set grpo.team.lora.enabled: true")
+
+
+def test_memory_check_looks_at_this_processes_gpu(monkeypatch):
+    """Under accelerate launch each rank checks its own card (cuda:LOCAL_RANK), not the current device, which is GPU 0
+    in every process before accelerate sets it."""
+    from corecode.models.memory import process_gpu
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert process_gpu() == torch.device("cuda", 0)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert process_gpu() == torch.device("cuda", 1)
