@@ -24,8 +24,11 @@
 #   full1.5b  the same with every weight trained (fp32 master weights + a bf16 sampling copy per role)
 # Arrangements: ddp, fsdp (accelerate launch, configs/accelerate/{ddp,fsdp}.yaml, one process per GPU, each with its
 #   own problems); fsdp_keep (fsdp.yaml with --fsdp_reshard_after_forward false: a layer's gathered weights are kept
-#   from its forward to its backward, one all-gather per micro-batch instead of two, for more memory; not a default); split (one process, the Planner on GPU 0 and the Coder on GPU 1, as many problems per step as DDP
-#   on 2 GPUs: grpo.team.planner_device / coder_device).
+#   from its forward to its backward, one all-gather per micro-batch instead of two, for more memory; not a default);
+#   fsdp_accum (fsdp_keep plus grpo.team.fsdp_accumulate: every backward of an update but the last keeps the gradient
+#   unsharded and the weights gathered, so an update does one all-gather and one reduce-scatter instead of one each
+#   per micro-batch, for the memory of an unsharded gradient; not a default); split (one process, the Planner on GPU 0
+#   and the Coder on GPU 1, as many problems per step as DDP on 2 GPUs: grpo.team.planner_device / coder_device).
 #   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; the row is GPU 0's log:
 #   what the host allows two GPUs without any collective, the ceiling against which DDP's cost shows).
 # Leaves under $R, copied to $OUT when set: scaling.md (the tables), scaling.json, steps.tsv (wall and peak GPU memory
@@ -128,10 +131,13 @@ for shape in $SHAPES; do
           --num_processes $n benchmarks/team_timing.py ;;
         fsdp_keep) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
           --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py ;;
+        fsdp_accum) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
+          --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py \
+          --set grpo.team.fsdp_accumulate=true ;;
         split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
           --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
         pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
-        *) echo "unknown arrangement $arr (ddp, pair, fsdp, fsdp_keep, split)" >>"$R/steps.tsv" ;;
+        *) echo "unknown arrangement $arr (ddp, pair, fsdp, fsdp_keep, fsdp_accum, split)" >>"$R/steps.tsv" ;;
       esac
     done
   done

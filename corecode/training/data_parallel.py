@@ -9,13 +9,15 @@ DDP has no call that reduces accumulated gradients on demand. DDP stays the wrap
 and accelerate expects it); its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's
 Accelerator sets it), or ranks that run different numbers of forward passes would pair mismatched broadcasts.
 FSDP2 shards reduce-scatter inside backward (the gradients never exist whole), so there every rank runs the same number
-of micro-batches: :func:`agree_max` gives the count, and a rank with fewer runs zero-weighted ones.
+of micro-batches: :func:`agree_max` gives the count, and a rank with fewer runs zero-weighted ones. By default each
+micro-batch's backward reduce-scatters (and, unless ``reshard_after_forward`` is false, all-gathers again);
+``grpo.<trainer>.fsdp_accumulate`` (:class:`FSDPAccumulation`) accumulates unsharded instead and reduce-scatters once.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -65,6 +67,49 @@ def agree_max(value: int, device: torch.device) -> int:
     t = torch.tensor([value], dtype=torch.long, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return int(t.item())
+
+
+class FSDPAccumulation:
+    """One reduce-scatter per update on an FSDP2 model: every backward pass but the update's last runs with gradient
+    sync and reshard-after-backward off (torch's ``FSDPModule.set_requires_gradient_sync`` and
+    ``set_reshard_after_backward``), so gradients accumulate unsharded on each rank and the gathered weights stay for
+    the next micro-batch; the last turns both on, and FSDP2 reduce-scatters the accumulated gradient with it. Costs the
+    memory of the unsharded gradient (and weights) of the trained parameters for the update.
+
+    The last pass must be known before it runs, so the update declares its passes: ``passes`` at construction (the
+    ptx micro-batch), plus what :meth:`expect` adds (``policy_loss_backward``'s agreed micro-batches: wrap its
+    ``agree``). Every rank runs the same passes, so every rank's last is the same. ``backward`` replaces the trainer's
+    callable; used as a context manager, leaving restores both settings (an update of 0 or 1 passes never changes
+    them) and checks that every declared pass ran. Hand-written: torch has the two switches but no schedule over them,
+    and accelerate's ``accumulate`` needs the step count up front as a fixed ``gradient_accumulation_steps``."""
+
+    def __init__(self, model, backward: Callable[[torch.Tensor], None], passes: int = 0):
+        self.model, self._backward = model, backward
+        self.passes, self.done = passes, 0
+
+    def expect(self, passes: int) -> int:
+        """Declare ``passes`` more backward passes of this update; returns ``passes``."""
+        self.passes += passes
+        return passes
+
+    def backward(self, loss: torch.Tensor) -> None:
+        if self.done >= self.passes:
+            raise RuntimeError(f"FSDPAccumulation: backward pass {self.done + 1} of an update of {self.passes}")
+        self._sync(self.done == self.passes - 1)
+        self._backward(loss)
+        self.done += 1
+
+    def _sync(self, on: bool) -> None:
+        self.model.set_requires_gradient_sync(on)
+        self.model.set_reshard_after_backward(on)
+
+    def __enter__(self) -> FSDPAccumulation:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._sync(True)
+        if exc_type is None and self.done != self.passes:
+            raise RuntimeError(f"FSDPAccumulation: {self.done} backward passes of an update of {self.passes}")
 
 
 def local_processes() -> int:

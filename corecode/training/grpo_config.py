@@ -118,6 +118,14 @@ class TwoRoleGRPOParams(BaseModel):
         "same): the gradient is the same (without KL; with beta > 0 every sequence runs). false: run every sequence "
         "(timing runs on random weights, where every reward is 0 and a skip would leave no update to time).",
     )
+    fsdp_accumulate: bool = Field(
+        False,
+        description="Under FSDP2 (accelerate's fsdp_version 2; no effect otherwise): run every backward pass of an "
+        "update but the last without gradient sync and without resharding (data_parallel.FSDPAccumulation), so an "
+        "update does one reduce-scatter (and, with reshard_after_forward false, one all-gather) instead of one per "
+        "micro-batch, for the memory of an unsharded gradient and unsharded weights of the trained parameters during "
+        "the update. false: not yet measured on a GPU (benchmarks/gpu_scaling.sh arrangement fsdp_accum).",
+    )
     num_iterations: int = Field(
         1,
         ge=1,

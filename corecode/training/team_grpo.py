@@ -47,7 +47,7 @@ from corecode.training.checkpointing import (
     run_fingerprint,
     save_checkpoint,
 )
-from corecode.training.data_parallel import agree_max, all_reduce_gradients, take_host_share
+from corecode.training.data_parallel import FSDPAccumulation, agree_max, all_reduce_gradients, take_host_share
 from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
 from corecode.training.ptx import ptx_batch, ptx_loss, read_ptx_rows
 from corecode.training.rewards import (
@@ -269,16 +269,16 @@ class _TwoRoleTrainer:
                 out[role] = read_ptx_rows(path, role)
         return out
 
-    def ptx_backward(self, role: str) -> float:
+    def ptx_backward(self, role: str, backward=None) -> float:
         """Accumulate ``ptx_coef`` x the language-modelling loss of the step's batch of the role's SFT rows
-        (``corecode.training.ptx``)."""
+        (``corecode.training.ptx``), through ``backward`` (default: the accelerator's)."""
         r = self.roles[role]
         batch = ptx_batch(
             self.ptx_rows[role], self.cfg.ptx_batch_size, self.seed, role, self.state.step, self.acc.process_index
         )
         config = self.acc.unwrap_model(r.model).config
         loss = ptx_loss(r.model, r.tokenizer, batch, self.chat[role], getattr(config, "max_position_embeddings", None))
-        self.acc.backward(self.cfg.ptx_coef * loss)
+        (backward or self.acc.backward)(self.cfg.ptx_coef * loss)
         return float(loss.detach())
 
     def _bf16_sampler(self, model: torch.nn.Module, device) -> torch.nn.Module:
@@ -397,9 +397,22 @@ class _TwoRoleTrainer:
         r = self.roles[role]
         device = self.devices[role]
         stats: dict[str, float] = {}
-        # DDP: accumulate every backward of the update locally, then all-reduce once (corecode.training.data_parallel)
-        accumulate = getattr(r.model, "no_sync", contextlib.nullcontext) if self.ddp else contextlib.nullcontext
-        with self.timer.phase(f"{role}_backward", device), accumulate():
+        # DDP: accumulate every backward of the update locally, then all-reduce once; FSDP2 with fsdp_accumulate:
+        # accumulate unsharded, reduce-scatter in the update's last backward (corecode.training.data_parallel)
+        schedule = None
+        if self.fsdp and self.cfg.fsdp_accumulate:  # backward passes: the ptx one, plus the agreed micro-batches
+            schedule = FSDPAccumulation(r.model, self.acc.backward, int(role in self.ptx_rows))
+        backward = schedule.backward if schedule is not None else self.acc.backward
+
+        def agree(count: int) -> int:
+            runs = agree_max(count, self.acc.device)
+            return schedule.expect(runs) if schedule is not None else runs
+
+        if self.ddp:
+            accumulate = getattr(r.model, "no_sync", contextlib.nullcontext)()
+        else:
+            accumulate = schedule if schedule is not None else contextlib.nullcontext()
+        with self.timer.phase(f"{role}_backward", device), accumulate:
             if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
                 loss_cfg = copy.copy(self.loss_cfg)
                 loss_cfg.max_completion_length = r.max_new_tokens
@@ -413,13 +426,13 @@ class _TwoRoleTrainer:
                     r.tokenizer.pad_token_id,
                     self.cfg.micro_batch_size,
                     r.ref_model,
-                    backward=self.acc.backward,
+                    backward=backward,
                     skip_zero_advantage=self.cfg.skip_zero_advantage,
                     record_old=record_old,
-                    agree=(lambda n: agree_max(n, self.acc.device)) if self.fsdp else None,
+                    agree=agree if self.fsdp else None,
                 )
             if role in self.ptx_rows:
-                stats["ptx_loss"] = self.ptx_backward(role)
+                stats["ptx_loss"] = self.ptx_backward(role, backward)
         if self.ddp:
             with self.timer.phase(f"{role}_allreduce", device):
                 all_reduce_gradients([w for w in r.model.parameters() if w.requires_grad])
