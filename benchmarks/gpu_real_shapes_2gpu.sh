@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue-17 measurements on a 2-GPU host, on random-weight stand-ins of the real shapes: first team GRPO at the 7B
-# shape under accelerate DDP on both GPUs (gpu_team_shape.sh, NPROC=2, one bf16 base + LoRA per role in each
-# process); then, side by side, the qwen2.5-coder-1.5b-instruct profile end to end on GPU 0 (gpu_dev_pipeline.sh)
+# shape under accelerate DDP on both GPUs (gpu_team_shape.sh, NPROC=2; each process holds the profile's shared bf16
+# base with a LoRA adapter per role, or with SHARED_7B=false a bf16 base + LoRA per role); then, side by side, the qwen2.5-coder-1.5b-instruct profile end to end on GPU 0 (gpu_dev_pipeline.sh)
 # and on GPU 1 benchmarks/grpo_step.py at the 1.5B shape (CUDA_LAUNCH_BLOCKING=1, so a device-side assert names its
 # kernel) followed by team GRPO at the 14B shape. Results under $R/{t7x2,p15,t14}; $R/DONE when finished.
 #   R=/tmp/real setsid bash benchmarks/gpu_real_shapes_2gpu.sh &    then poll: benchmarks/gpu_poll.sh
@@ -9,7 +9,7 @@ set -u
 R=${R:-/tmp/real}; mkdir -p "$R"
 GRPO_SET="grpo.team.eval_steps=0 grpo.team.max_plan_tokens=128 grpo.team.max_code_tokens=192 tracking.enabled=false"
 CUDA_VISIBLE_DEVICES=0,1 R=$R/t7x2 PROFILE=qwen2.5-coder-7b-instruct SHAPE=7b STEPS=${STEPS_7B:-5} NPROC=2 \
-  EXTRA_SET="$GRPO_SET grpo.team.shared_base=false" bash benchmarks/gpu_team_shape.sh
+  EXTRA_SET="$GRPO_SET grpo.team.shared_base=${SHARED_7B:-true}" bash benchmarks/gpu_team_shape.sh
 rm -rf data/standin/7b-instruct data/work/7b data/run_state  # the disk holds 64 GB
 (
   export CUDA_VISIBLE_DEVICES=0

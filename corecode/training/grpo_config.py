@@ -175,8 +175,9 @@ class TwoRoleGRPOParams(BaseModel):
     shared_base: bool = Field(
         False,
         description="One base model + one LoRA adapter per role instead of two models; needs lora.enabled; one "
-        "process. The base is the first role's start, with fresh adapters; or, when both starts are LoRA adapter "
-        "directories on the same base (sft.lora.merge: false), that base with each role's adapter trained on.",
+        "process, or one per GPU under DDP (not FSDP2). The base is the first role's start, with fresh adapters; or, "
+        "when both starts are LoRA adapter directories on the same base (sft.lora.merge: false), that base with each "
+        "role's adapter trained on.",
     )
 
     # Checkpoints, evaluation during training

@@ -179,8 +179,8 @@ class _TwoRoleTrainer:
         if params.shared_base:
             if not all(params.role_model(role).lora.enabled for role in self.role_names):
                 raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
-            if self.acc.num_processes > 1:
-                raise ValueError("shared_base runs in one process; use separate role models for multi-GPU")
+            if self.fsdp:
+                raise ValueError("shared_base runs in one process or under DDP; under FSDP2 use separate role models")
             base, _ = models[self.role_names[0]]
             if isinstance(base, PeftModel):  # the roles' own adapters on one base (_run: SFT adapter directories)
                 self.shared = base
@@ -237,7 +237,11 @@ class _TwoRoleTrainer:
                 num_warmup_steps=params.warmup_steps,
                 num_training_steps=params.max_steps * params.num_iterations,
             )
-            model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
+            if self.shared is not None and self.roles:  # the base the first role prepared: one DDP wrapper for both
+                model = next(iter(self.roles.values())).model  # adapters, not a second reducer on the same weights
+                opt, sch = self.acc.prepare(opt, sch)
+            else:
+                model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
         # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
@@ -435,7 +439,7 @@ class _TwoRoleTrainer:
                 stats["ptx_loss"] = self.ptx_backward(role, backward)
         if self.ddp:
             with self.timer.phase(f"{role}_allreduce", device):
-                all_reduce_gradients([w for w in r.model.parameters() if w.requires_grad])
+                all_reduce_gradients([w for group in r.optimizer.param_groups for w in group["params"]])
         with self.timer.phase(f"{role}_optimizer", device):
             stats = self._step(role, stats)
         if not stats["skipped_update"]:

@@ -231,8 +231,9 @@ cfg = params.grpo.team
 roles = [load_role_model(path) for path in (cfg.planner_model, cfg.coder_model)]
 with Sandbox(take_host_share(params.sandbox)) as sandbox:
     trainer = TeamGRPOTrainer(cfg, *roles, PROBLEMS, sandbox, seed=params.seed)
-    def sums():
-        return {{name: sum(float(w.double().sum()) for w in trainer.acc.unwrap_model(r.model).parameters())
+    def sums():  # per role: its model's weights, or on a shared base its adapter's
+        return {{name: sum(float(w.double().sum()) for n, w in trainer.acc.unwrap_model(r.model).named_parameters()
+                          if trainer.shared is None or f".{{name}}." in n)
                 for name, r in trainer.roles.items()}}
     try:
         start = sums()
@@ -246,9 +247,13 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
 
 
 @pytest.mark.slow
-def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path):
+@pytest.mark.parametrize("shared", [False, True], ids=["two-models", "shared-base"])
+def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared):
+    """Separate role models, or one base with a LoRA adapter per role (one DDP wrapper for both adapters)."""
     team = team_params(
-        planner_model=str(team_dir[0]),
+        lora_r=4 if shared else None,
+        shared_base=shared,
+        planner_model=str(team_dir[1] if shared else team_dir[0]),
         coder_model=str(team_dir[1]),
         checkpoint_dir=str(tmp_path / "state"),
         log_path=str(tmp_path / "log.json"),
