@@ -315,9 +315,21 @@ cfg = params.grpo.team
 roles = [load_role_model(path) for path in (cfg.planner_model, cfg.coder_model)]
 with Sandbox(params.sandbox) as sandbox:
     trainer = TeamGRPOTrainer(cfg, *roles, PROBLEMS, sandbox, seed=params.seed, accelerator=acc)
+    def trained():  # every trained weight, gathered
+        return {{role: {{n: w.full_tensor().detach().clone()
+                        for n, w in acc.unwrap_model(r.model).named_parameters() if w.requires_grad}}
+                for role, r in trainer.roles.items()}}
+
     try:
         assert acc.is_fsdp2 and trainer.fsdp and set(trainer.samplers) == {{"planner", "coder"}}
+        start = trained()
         trainer.train(progress=False)
+        end = trained()
+        for role in start:  # the reduce-scatter happened (an unreduced gradient moves nothing): every weight moved,
+            # with LoRA every lora_B (lora_A's first gradient is 0, as B starts at 0)
+            expect = {{n for n in start[role] if not cfg.lora.enabled or "lora_B" in n}}
+            moved = {{n for n, w in start[role].items() if not torch.equal(w, end[role][n])}}
+            assert expect and expect <= moved, (role, sorted(expect - moved)[:4])
         for role in ("planner", "coder"):  # each sampling copy holds the trained weights, gathered from the shards
             master = acc.unwrap_model(trainer.roles[role].model)
             for (name, w), copy in zip(master.named_parameters(), trainer.samplers[role].parameters(), strict=True):
@@ -331,8 +343,12 @@ with Sandbox(params.sandbox) as sandbox:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("accumulate", [False, True], ids=["per-micro-batch", "fsdp_accumulate"])
 @pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
-def test_fsdp2_trains_from_an_unsharded_sampling_copy(team_dir, tmp_path, lora):
+def test_fsdp2_trains_from_an_unsharded_sampling_copy(team_dir, tmp_path, lora, accumulate):
+    """Both reduce-scatter schedules (grpo.team.fsdp_accumulate: once per update, its gradient against the default's in
+    tests/training/test_fsdp_accumulation.py): policy micro-batches padded where ranks differ and a ptx pass, every
+    trained weight moved, the sampling copies refreshed from the shards."""
     from transformers import AutoModelForCausalLM
 
     team = team_params(
@@ -354,6 +370,10 @@ def test_fsdp2_trains_from_an_unsharded_sampling_copy(team_dir, tmp_path, lora):
         learning_rate=1e-3,
         temperature=1.2,
         bf16=True,
+        ptx_coef=0.5,  # a gradient every update; the ptx micro-batch is the update's last backward pass
+        ptx_batch_size=2,
+        ptx_data=_ptx_data(tmp_path),
+        fsdp_accumulate=accumulate,
     )
     _run_two_ranks(FSDP_SCRIPT, Params(seed=3, grpo=GRPOParams(team=team), sandbox=_sandbox(workers=1)), tmp_path)
     for row in json.loads(Path(team.log_path).read_text()):
