@@ -9,6 +9,9 @@
 # checkpoints, no final save (benchmarks/team_timing.py).
 #   R=/tmp/scaling bash benchmarks/gpu_scaling.sh          # every shape and arrangement; 2 GPUs (and 4 where 4 are seen)
 #   SHAPES=gpudev ARRANGEMENTS="ddp fsdp" NGPUS="2 4" STEPS=20 R=/tmp/scaling bash benchmarks/gpu_scaling.sh
+# REPEATS=N runs every run N times, the 1-GPU run and the arrangements in turn, each arrangement's ratio against its
+# own round's 1-GPU run; the summary then gives the ratios' median and range over the rounds (one 20-step run per
+# arrangement moved by 0.2-0.3 between two hosts of one kind: docs/benchmarks.md).
 # A command stops starting runs $DEADLINE seconds after it began (default 540: the lent machines' 10-minute command) and
 # ends a run still going then; run it again on the same machine and it goes on with the runs not done yet (RESUME=1,
 # the default; a run that failed is not retried; RESUME=0 starts over). Every run's figures are in the tables as soon
@@ -38,6 +41,7 @@ R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
 STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp pair fsdp split}
 TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
 DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-static}; START=$(date +%s); LEFT_OVER=0
+REPEATS=${REPEATS:-1}; REP=1
 VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
 NGPUS=${NGPUS:-$([ "$VISIBLE" -ge 4 ] && echo "2 4" || echo 2)}
 source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation, CLI; NVLink multicast off
@@ -95,13 +99,15 @@ report() {
   return 0
 }
 
-# run SHAPE ARRANGEMENT GPUS PROGRAMS CMD...: one timing run on GPUs 0..GPUS-1, its line in runs.tsv.
+# run SHAPE ARRANGEMENT GPUS PROGRAMS CMD...: one timing run on GPUs 0..GPUS-1 (round $REP), its line in runs.tsv
+# (keyed by its log file).
 run() {
   local shape=$1 arr=$2 gpus=$3 programs=$4; shift 4
-  local name=${shape}_${arr}_${gpus}gpu log=data/scaling/logs/${shape}_${arr}_${gpus}gpu.json t0=$(date +%s.%N)
-  local key="$shape	$arr	$gpus	"
+  local name=${shape}_${arr}_${gpus}gpu; [ "$REP" = 1 ] || name=${name}_r$REP
+  local log=data/scaling/logs/$name.json t0=$(date +%s.%N)
   # a run an earlier call finished (or that failed there: it would again) is not run again; one stopped is
-  if grep "^$key" $RUNS | grep -qv "	stopped	"; then echo "$name: run in an earlier call" >>"$R/log"; return; fi
+  if awk -F'\t' -v f="$log" '$5 == f && $6 != "stopped" {found = 1} END {exit !found}' $RUNS; then
+    echo "$name: run in an earlier call" >>"$R/log"; return; fi
   local left=$((DEADLINE - $(date +%s) + START))
   if [ $left -lt 60 ]; then echo "$name: not started, $left s left (run the command again)" | tee -a "$R/steps.tsv"
     LEFT_OVER=1; return; fi
@@ -111,9 +117,9 @@ run() {
     --set "grpo.team.log_path=$log" --set "grpo.team.checkpoint_dir=data/scaling/state/$name"
   local rc=$?
   [ $left -lt $RUN_TIMEOUT ] && { [ $rc = 124 ] || [ $rc = 137 ]; } && { rc=stopped; LEFT_OVER=1; }  # the deadline
-  grep -v "^$key" $RUNS >$RUNS.tmp; mv $RUNS.tmp $RUNS  # an earlier call's stopped try of this run
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$arr" "$gpus" "$programs" "$log" "$rc" \
-    "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" >>$RUNS
+  awk -F'\t' -v f="$log" '$5 != f' $RUNS >$RUNS.tmp; mv $RUNS.tmp $RUNS  # an earlier call's stopped try
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$arr" "$gpus" "$programs" "$log" "$rc" \
+    "$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" "$REP" >>$RUNS
   export CUDA_VISIBLE_DEVICES=0
   report
 }
@@ -122,23 +128,26 @@ TIMING="python3 benchmarks/team_timing.py"
 LAUNCH="python3 -m accelerate.commands.launch"
 for shape in $SHAPES; do
   params $shape || continue
-  run $shape single 1 $PROGS $TIMING
-  for n in $NGPUS; do
-    [ "$n" -le "$VISIBLE" ] || { echo "$n GPUs asked for, $VISIBLE visible: skipped" >>"$R/steps.tsv"; continue; }
-    for arr in $ARRANGEMENTS; do
-      case $arr in
-        ddp|fsdp) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/$arr.yaml \
-          --num_processes $n benchmarks/team_timing.py ;;
-        fsdp_keep) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
-          --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py ;;
-        fsdp_accum) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
-          --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py \
-          --set grpo.team.fsdp_accumulate=true ;;
-        split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
-          --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
-        pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
-        *) echo "unknown arrangement $arr (ddp, pair, fsdp, fsdp_keep, fsdp_accum, split)" >>"$R/steps.tsv" ;;
-      esac
+  for REP in $(seq "$REPEATS"); do  # a round: the 1-GPU run, then every arrangement
+    run $shape single 1 $PROGS $TIMING
+    for n in $NGPUS; do
+      [ "$n" -le "$VISIBLE" ] || { echo "$n GPUs asked for, $VISIBLE visible: skipped" >>"$R/steps.tsv"; continue; }
+      for arr in $ARRANGEMENTS; do
+        case $arr in
+          ddp|fsdp) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/$arr.yaml \
+            --num_processes $n benchmarks/team_timing.py ;;
+          fsdp_keep) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
+            --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py ;;
+          fsdp_accum) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/fsdp.yaml \
+            --fsdp_reshard_after_forward false --num_processes $n benchmarks/team_timing.py \
+            --set grpo.team.fsdp_accumulate=true ;;
+          split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
+            --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
+          pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
+          *) [ "$REP" = 1 ] && echo "unknown arrangement $arr (ddp, pair, fsdp, fsdp_keep, fsdp_accum, split)" \
+            >>"$R/steps.tsv" ;;
+        esac
+      done
     done
   done
 done

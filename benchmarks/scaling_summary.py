@@ -5,8 +5,11 @@ against the same shape's 1-GPU run, and every rank's per-phase medians (corecode
     python benchmarks/scaling_summary.py RUNS_TSV [--first 3] [--json OUT.json] > scaling.md
 
 RUNS_TSV: one line per run, tab-separated: shape, arrangement, GPUs, programs per step (all processes), per-step log
-(grpo.team.log_path), exit code (or ``stopped``: ended by the script's deadline), wall seconds. A run that failed or
-logged no step past FIRST is listed as such.
+(grpo.team.log_path), exit code (or ``stopped``: ended by the script's deadline), wall seconds, and the round
+(gpu_scaling.sh's REPEATS; 1 where absent). A run's ratio is against the 1-GPU run of its own round (of round 1 where
+its round has none); with several rounds a second table gives each arrangement's ratios over the rounds: their median
+and range, the run-to-run spread that one run's step spread does not show. A run that failed or logged no step past
+FIRST is listed as such.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ def quartiles(values: list[float]) -> tuple[float, float]:
 
 
 def read_run(line: str, first: int) -> dict:
-    shape, arrangement, gpus, programs, log, rc, wall = (line.rstrip("\n").split("\t") + [""] * 7)[:7]
+    shape, arrangement, gpus, programs, log, rc, wall, rnd = (line.rstrip("\n").split("\t") + [""] * 8)[:8]
     run = {"shape": shape, "arrangement": arrangement, "gpus": int(gpus), "programs": int(programs), "log": log}
+    run["round"] = int(rnd) if rnd.strip() else 1
     run.update(rc=int(rc) if rc.strip().isdigit() else rc.strip() or None, wall_s=float(wall) if wall.strip() else None)
     path = Path(log)
     rows = [r for r in json.loads(path.read_text()) if "step_time_s" in r] if path.exists() else []
@@ -63,9 +67,13 @@ def read_run(line: str, first: int) -> dict:
 
 
 def add_ratios(runs: list[dict]) -> None:
-    """Throughput against the same shape's 1-GPU run, and (roles on two GPUs) against DDP on as many GPUs."""
+    """Throughput against the same shape's 1-GPU run of the same round (else of round 1), and (roles on two GPUs)
+    against DDP on as many GPUs in the same round."""
     for run in runs:
-        base = next((r for r in runs if r["shape"] == run["shape"] and r["gpus"] == 1 and "median_s" in r), None)
+        ones = [r for r in runs if r["shape"] == run["shape"] and r["gpus"] == 1 and "median_s" in r]
+        base = next((r for r in ones if r["round"] == run["round"]), None) or next(
+            (r for r in ones if r["round"] == 1), None
+        )
         if base is not None and "median_s" in run:
             run["vs_1gpu"] = run["programs_per_s"] / base["programs_per_s"]
         if run["arrangement"] == "split" and "median_s" in run:
@@ -73,7 +81,10 @@ def add_ratios(runs: list[dict]) -> None:
                 (
                     r
                     for r in runs
-                    if r["shape"] == run["shape"] and r["arrangement"] == "ddp" and r["gpus"] == run["gpus"]
+                    if r["shape"] == run["shape"]
+                    and r["arrangement"] == "ddp"
+                    and r["gpus"] == run["gpus"]
+                    and r["round"] == run["round"]
                 ),
                 None,
             )
@@ -89,6 +100,7 @@ def table(runs: list[dict], first: int) -> str:
     ]
     for r in runs:
         wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "-"
+        r = {**r, "arrangement": r["arrangement"] + (f" (round {r['round']})" if r["round"] > 1 else "")}
         if "median_s" not in r:
             why = f"failed (exit {r['rc']})" if r.get("rc") else f"{r['steps']} steps logged"
             why = "stopped at the command's deadline" if r.get("rc") == "stopped" else why
@@ -101,6 +113,25 @@ def table(runs: list[dict], first: int) -> str:
             f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {r['steps']} "
             f"| {r['median_s']:.3f} | {r['min_s']:.3f} - {r['max_s']:.3f} | {r['q1_s']:.3f} - {r['q3_s']:.3f} "
             f"| {r['programs_per_s']:.1f} | {ratio} | {r['first_step_s']:.1f} | {wall} |"
+        )
+    return "\n".join(out)
+
+
+def rounds_table(runs: list[dict]) -> str:
+    """Per shape, arrangement and GPUs run in several rounds: the ratio against 1 GPU over the rounds (median and
+    range); empty where every run ran once."""
+    groups: dict[tuple, list[float]] = {}
+    for r in runs:
+        if r["gpus"] > 1 and "vs_1gpu" in r:
+            groups.setdefault((r["shape"], r["arrangement"], r["gpus"]), []).append(r["vs_1gpu"])
+    rows = [(key, ratios) for key, ratios in groups.items() if len(ratios) > 1]
+    if not rows:
+        return ""
+    out = ["| shape | arrangement | GPUs | rounds | vs 1 GPU, median | range |", "|---|---|---:|---:|---:|---:|"]
+    for (shape, arrangement, gpus), ratios in rows:
+        out.append(
+            f"| {shape} | {arrangement} | {gpus} | {len(ratios)} | {statistics.median(ratios):.2f}x "
+            f"| {min(ratios):.2f}x - {max(ratios):.2f}x |"
         )
     return "\n".join(out)
 
@@ -119,7 +150,8 @@ def phase_table(runs: list[dict]) -> str:
     for r in runs:
         for rank, med in r.get("phases", {}).items():
             cells = " | ".join(f"{med[c]:.3f}" if c in med else "-" for c in cols)
-            out.append(f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {rank} | {cells} |")
+            name = r["arrangement"] + (f" (round {r['round']})" if r["round"] > 1 else "")
+            out.append(f"| {r['shape']} | {name} | {r['gpus']} | {rank} | {cells} |")
     return "\n".join(out)
 
 
@@ -134,6 +166,12 @@ def main() -> None:
     add_ratios(runs)
     print(table(runs, a.first))
     print()
+    over_rounds = rounds_table(runs)
+    if over_rounds:
+        print("Throughput against 1 GPU over the rounds (each run against its own round's 1-GPU run):")
+        print()
+        print(over_rounds)
+        print()
     print(f"Per-phase medians (seconds, steps {a.first}..; time/rank<R>/<phase>_s of the training log):")
     print()
     print(phase_table(runs))

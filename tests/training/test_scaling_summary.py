@@ -45,3 +45,29 @@ def test_table_medians_ratios_and_phases(tmp_path):
     assert two["phases"]["1"]["wait"] == 0.1 and two["phases"]["0"]["other"] == 0.5  # step - generation - wait
     assert "failed (exit 1)" in out and "| s | ddp | 2 | 20 | 5 | 1.000 |" in out
     assert "| s | ddp | 2 | 1 | 0.500 | 0.100 | 0.400 | 1.000 | 0.010 |" in out  # rank 1's phases
+
+
+def test_rounds_pair_each_run_with_its_own_rounds_single_gpu_run(tmp_path):
+    """REPEATS: round 2's DDP run is set against round 2's 1-GPU run, and the second table gives the ratios' median
+    and range over the rounds."""
+    logs = {
+        name: _log(tmp_path / f"{name}.json", ranks, [9.0, 9.0, t, t, t])
+        for name, ranks, t in [("one1", 1, 1.0), ("ddp1", 2, 1.25), ("one2", 1, 2.0), ("ddp2", 2, 2.0)]
+    }
+    runs = tmp_path / "runs.tsv"
+    runs.write_text(
+        f"s\tsingle\t1\t10\t{logs['one1']}\t0\t60\t1\n"
+        f"s\tddp\t2\t20\t{logs['ddp1']}\t0\t60\t1\n"
+        f"s\tsingle\t1\t10\t{logs['one2']}\t0\t60\t2\n"
+        f"s\tddp\t2\t20\t{logs['ddp2']}\t0\t60\t2\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(runs), "--json", str(tmp_path / "s.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ddp = {r["round"]: r for r in json.loads((tmp_path / "s.json").read_text()) if r["arrangement"] == "ddp"}
+    assert ddp[1]["vs_1gpu"] == 1.6 and ddp[2]["vs_1gpu"] == 2.0  # not 1.0: round 1's 1-GPU run
+    assert "| s | ddp (round 2) | 2 | 20 | 5 | 2.000 |" in out
+    assert "| s | ddp | 2 | 2 | 1.80x | 1.60x - 2.00x |" in out
