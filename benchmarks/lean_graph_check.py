@@ -12,7 +12,9 @@ its B matrices made non-zero so the adapters matter); no tokenizer or checkpoint
 Checks: (1) teacher-forced, the graphed step's logits equal the eager step's for ``--new-tokens`` steps (bf16:
 largest difference at most 2% of the largest logit); (2) both loops decode ``--new-tokens`` tokens a row, EOS blocked
 (the timing runs' fixed length), twice each; the second run is timed. Prints a JSON line with tokens/s of each, the
-ratio, and the bound a step of this shape has from reading its weights and KV cache at the card's bandwidth.
+ratio, and the bound a step of this shape has from reading its weights and KV cache at the card's bandwidth, and where
+a graphed run's time goes (``phases_ms``: the prefill, recording the graph, one replay, one token's sampling, one
+look at the finished flags; each synchronised on its own, so their sum may exceed a run's per-token time).
 """
 
 from __future__ import annotations
@@ -68,6 +70,41 @@ def teacher_forced_gap(model, ids, mask, steps: int) -> float:
     return worst
 
 
+def _ms(fn, repeats: int = 1) -> float:
+    """Milliseconds of one call of ``fn`` (mean of ``repeats``), the GPU synchronised before and after."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    torch.cuda.synchronize()
+    return 1000 * (time.perf_counter() - start) / repeats
+
+
+def graphed_phases(model, ids, mask, new: int, top_p: float) -> dict[str, float]:
+    """Milliseconds of each part of a graphed run, measured apart (a second decoder's buffers, as ``run`` makes)."""
+    from corecode.generation.hf import _pick_tokens
+
+    dec = LeanDecoder(model, graphs=True)
+    dec.prefill(ids, mask, new)  # warm
+    out: dict[str, float] = {}
+    parts: list = []
+    out["prefill"] = _ms(lambda: parts.append(dec.prefill(ids, mask, new)))
+    logits, keys, values, keep, positions = parts[-1]
+    graph = _GraphedStep(dec, keys, values, keep)
+    tok = logits.argmax(-1)
+    slot = ids.shape[1]
+    keep[:, slot] = True
+    out["record_graph"] = _ms(lambda: graph(tok, positions, slot))
+    out["replay"] = _ms(lambda: graph(tok, positions, slot), repeats=20)
+    is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
+    is_eos[list(QWEN_EOS)] = True
+    step_logits = graph(tok, positions, slot)
+    out["sample"] = _ms(lambda: _pick_tokens(step_logits, 1.0, top_p, is_eos, True, None, eager=True), repeats=20)
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    out["finished_check"] = _ms(lambda: bool(finished.all()), repeats=20)
+    return {k: round(v, 3) for k, v in out.items()}
+
+
 def timed(model, graphs: bool, ids, mask, new: int, top_p: float) -> tuple[float, torch.Tensor]:
     dec = LeanDecoder(model, graphs=graphs)
     for _ in range(2):  # the second run is timed (the first warms the allocator and cuBLAS)
@@ -99,6 +136,7 @@ def main() -> None:
         gap = teacher_forced_gap(model, ids, mask, a.new_tokens)
         eager_s, eager_out = timed(model, False, ids, mask, a.new_tokens, a.top_p)
         graph_s, graph_out = timed(model, True, ids, mask, a.new_tokens, a.top_p)
+        phases = graphed_phases(model, ids, mask, a.new_tokens, a.top_p)
     tokens = a.rows * a.new_tokens
     name = torch.cuda.get_device_name()
     bandwidth = a.bandwidth_gbs or (4800.0 if "H200" in name else 3350.0)
@@ -122,6 +160,7 @@ def main() -> None:
         "bandwidth_bound_step_ms": round(1000 * bound_step_s, 3),
         "fraction_of_bound": round(bound_step_s / (graph_s / a.new_tokens), 3),
         "teacher_forced_logit_gap": round(gap, 5),
+        "phases_ms": phases,
     }
     print(json.dumps(summary))
     for out in (eager_out, graph_out):
