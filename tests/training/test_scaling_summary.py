@@ -20,24 +20,30 @@ def _log(path: Path, ranks: int, step_times: list[float]) -> str:
     return str(path)
 
 
-def test_table_medians_ratios_and_phases(tmp_path):
-    single = _log(tmp_path / "one.json", 1, [30.0, 5.0, 1.0, 1.2, 1.1])  # steps 1-2 (compile) left out
-    ddp = _log(tmp_path / "ddp.json", 2, [20.0, 3.0, 1.0, 1.1, 1.0])
-    split = _log(tmp_path / "split.json", 1, [20.0, 3.0, 2.0, 2.0, 2.0])
-    runs = tmp_path / "runs.tsv"
-    runs.write_text(
-        f"s\tsingle\t1\t10\t{single}\t0\t60\n"
-        f"s\tddp\t2\t20\t{ddp}\t0\t50\n"
-        f"s\tsplit\t2\t20\t{split}\t0\t70\n"
-        f"s\tfsdp\t2\t20\t{tmp_path / 'missing.json'}\t1\t9\n"
-    )
+def _summarise(tmp_path: Path, runs_tsv: str) -> tuple[str, list[dict]]:
+    """The script's printed tables and its JSON runs for ``runs_tsv``."""
+    (tmp_path / "runs.tsv").write_text(runs_tsv)
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), str(runs), "--json", str(tmp_path / "s.json")],
+        [sys.executable, str(SCRIPT), str(tmp_path / "runs.tsv"), "--json", str(tmp_path / "s.json")],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    got = {(r["arrangement"], r["gpus"]): r for r in json.loads((tmp_path / "s.json").read_text())}
+    return out, json.loads((tmp_path / "s.json").read_text())
+
+
+def test_table_medians_ratios_and_phases(tmp_path):
+    single = _log(tmp_path / "one.json", 1, [30.0, 5.0, 1.0, 1.2, 1.1])  # steps 1-2 (compile) left out
+    ddp = _log(tmp_path / "ddp.json", 2, [20.0, 3.0, 1.0, 1.1, 1.0])
+    split = _log(tmp_path / "split.json", 1, [20.0, 3.0, 2.0, 2.0, 2.0])
+    out, runs = _summarise(
+        tmp_path,
+        f"s\tsingle\t1\t10\t{single}\t0\t60\n"
+        f"s\tddp\t2\t20\t{ddp}\t0\t50\n"
+        f"s\tsplit\t2\t20\t{split}\t0\t70\n"
+        f"s\tfsdp\t2\t20\t{tmp_path / 'missing.json'}\t1\t9\n",
+    )
+    got = {(r["arrangement"], r["gpus"]): r for r in runs}
     one, two, sp = got["single", 1], got["ddp", 2], got["split", 2]
     assert one["median_s"] == 1.1 and one["measured"] == 3 and one["min_s"] == 1.0 and one["max_s"] == 1.2
     assert two["median_s"] == 1.0 and two["vs_1gpu"] == (20 / 1.0) / (10 / 1.1)
@@ -54,20 +60,14 @@ def test_rounds_pair_each_run_with_its_own_rounds_single_gpu_run(tmp_path):
         name: _log(tmp_path / f"{name}.json", ranks, [9.0, 9.0, t, t, t])
         for name, ranks, t in [("one1", 1, 1.0), ("ddp1", 2, 1.25), ("one2", 1, 2.0), ("ddp2", 2, 2.0)]
     }
-    runs = tmp_path / "runs.tsv"
-    runs.write_text(
+    out, runs = _summarise(
+        tmp_path,
         f"s\tsingle\t1\t10\t{logs['one1']}\t0\t60\t1\n"
         f"s\tddp\t2\t20\t{logs['ddp1']}\t0\t60\t1\n"
         f"s\tsingle\t1\t10\t{logs['one2']}\t0\t60\t2\n"
-        f"s\tddp\t2\t20\t{logs['ddp2']}\t0\t60\t2\n"
+        f"s\tddp\t2\t20\t{logs['ddp2']}\t0\t60\t2\n",
     )
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), str(runs), "--json", str(tmp_path / "s.json")],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    ddp = {r["round"]: r for r in json.loads((tmp_path / "s.json").read_text()) if r["arrangement"] == "ddp"}
+    ddp = {r["round"]: r for r in runs if r["arrangement"] == "ddp"}
     assert ddp[1]["vs_1gpu"] == 1.6 and ddp[2]["vs_1gpu"] == 2.0  # not 1.0: round 1's 1-GPU run
     assert "| s | ddp (round 2) | 2 | 20 | 5 | 2.000 |" in out
     assert "| s | ddp | 2 | 2 | 1.80x | 1.60x - 2.00x |" in out
