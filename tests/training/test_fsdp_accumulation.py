@@ -1,13 +1,14 @@
 """FSDP2 gradient accumulation with one reduce-scatter per update (corecode.training.data_parallel.FSDPAccumulation):
 two processes over gloo on CPU, a small fully_shard model, an update of several micro-batches plus a ptx-like pass."""
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_team_fixtures import launch_two_ranks  # noqa: E402
 
 SCRIPT = """
 import sys, torch, torch.distributed as dist
@@ -124,9 +125,7 @@ def ranks(tmp_path_factory):
     root = tmp_path_factory.mktemp("fsdp")
     script = root / "ranks.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[2]))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
-    out = subprocess.run([*cmd, str(root)], capture_output=True, text=True, timeout=120, env=env)
+    out = launch_two_ranks(script, str(root), timeout=120)
     assert out.returncode == 0, out.stderr[-4000:]
     return [torch.load(root / f"rank{r}.pt") for r in (0, 1)]
 

@@ -7,6 +7,9 @@ which GRPO needs to move the weights).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -236,3 +239,11 @@ def build_team(root: Path, steps: int = 60, magrpo: bool = False) -> tuple[Path,
 
 def weights(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def launch_two_ranks(script: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """``script`` in two processes on this host: torchrun (what accelerate launch runs) starts them, and
+    ``ACCELERATE_USE_CPU`` makes accelerate join them over gloo (MULTI_CPU), as ``--cpu`` does for one process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="true", PYTHONPATH=str(Path(__file__).parents[2]))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

@@ -2,8 +2,6 @@
 (corecode.training.data_parallel): one process, and two processes over gloo under accelerate (CPU)."""
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -12,7 +10,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import PROBLEMS, build_team, one_step_params, team_params  # noqa: E402
+from test_team_fixtures import PROBLEMS, build_team, launch_two_ranks, one_step_params, team_params  # noqa: E402
 
 from corecode.config import Params  # noqa: E402
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
@@ -185,14 +183,6 @@ def _ptx_data(root: Path) -> dict[str, str]:
     return out
 
 
-def _launch(script: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    """``script`` in two processes on this host: torchrun (what accelerate launch runs) starts them, and
-    ``ACCELERATE_USE_CPU`` makes accelerate join them over gloo (MULTI_CPU), as ``--cpu`` does for one process."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="true", PYTHONPATH=str(Path(__file__).parents[2]))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
 def _sandbox(workers: int) -> SandboxParams:
     return SandboxParams(workers=workers, cache_dir=None, time_limit_s=20, sample_time_limit_s=120)
 
@@ -204,7 +194,7 @@ def _run_two_ranks(script_text: str, params: Params, tmp_path: Path) -> None:
     path.write_text(params.model_dump_json())
     script = tmp_path / "ranks.py"
     script.write_text(script_text.format(tests=str(Path(__file__).parent)))
-    out = _launch(script, str(path), str(tmp_path))
+    out = launch_two_ranks(script, str(path), str(tmp_path))
     assert out.returncode == 0, out.stderr[-4000:]
 
 
@@ -212,7 +202,7 @@ def _run_two_ranks(script_text: str, params: Params, tmp_path: Path) -> None:
 def test_all_reduce_gradients_averages_over_processes(tmp_path):
     script = tmp_path / "reduce.py"
     script.write_text(REDUCE_SCRIPT)
-    out = _launch(script, str(tmp_path), timeout=300)
+    out = launch_two_ranks(script, str(tmp_path), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "ok0").exists() and (tmp_path / "ok1").exists(), out.stdout
 
