@@ -92,6 +92,11 @@ def add_ratios(runs: list[dict]) -> None:
                 run["vs_ddp"] = run["programs_per_s"] / ddp["programs_per_s"]
 
 
+def label(run: dict) -> str:
+    """The run's arrangement, with its round where it is not the first."""
+    return run["arrangement"] + (f" (round {run['round']})" if run["round"] > 1 else "")
+
+
 def table(runs: list[dict], first: int) -> str:
     out = [
         f"| shape | arrangement | GPUs | programs / step | steps | median s / step (steps {first}..) | min - max "
@@ -100,7 +105,7 @@ def table(runs: list[dict], first: int) -> str:
     ]
     for r in runs:
         wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "-"
-        r = {**r, "arrangement": r["arrangement"] + (f" (round {r['round']})" if r["round"] > 1 else "")}
+        r = {**r, "arrangement": label(r)}
         if "median_s" not in r:
             why = f"failed (exit {r['rc']})" if r.get("rc") else f"{r['steps']} steps logged"
             why = "stopped at the command's deadline" if r.get("rc") == "stopped" else why
@@ -150,8 +155,7 @@ def phase_table(runs: list[dict]) -> str:
     for r in runs:
         for rank, med in r.get("phases", {}).items():
             cells = " | ".join(f"{med[c]:.3f}" if c in med else "-" for c in cols)
-            name = r["arrangement"] + (f" (round {r['round']})" if r["round"] > 1 else "")
-            out.append(f"| {r['shape']} | {name} | {r['gpus']} | {rank} | {cells} |")
+            out.append(f"| {r['shape']} | {label(r)} | {r['gpus']} | {rank} | {cells} |")
     return "\n".join(out)
 
 
