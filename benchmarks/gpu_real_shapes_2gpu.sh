@@ -2,8 +2,9 @@
 # Issue-17 measurements on a 2-GPU host, on random-weight stand-ins of the real shapes: first team GRPO at the 7B
 # shape under accelerate DDP on both GPUs (gpu_team_shape.sh, NPROC=2; each process holds the profile's shared bf16
 # base with a LoRA adapter per role, or with SHARED_7B=false a bf16 base + LoRA per role); then, side by side, the
-# qwen2.5-coder-1.5b-instruct profile end to end on GPU 0 (gpu_dev_pipeline.sh) and on GPU 1 benchmarks/grpo_step.py at the 1.5B shape (CUDA_LAUNCH_BLOCKING=1, so a device-side assert names its
-# kernel) followed by team GRPO at the 14B shape. Results under $R/{t7x2,p15,t14}; $R/DONE when finished.
+# qwen2.5-coder-1.5b-instruct profile end to end on GPU 0 (gpu_dev_pipeline.sh) and on GPU 1 benchmarks/grpo_step.py
+# at the 1.5B shape (CUDA_LAUNCH_BLOCKING=1, so a device-side assert names its kernel) followed by team GRPO at the
+# 14B shape. Results under $R/{t7x2,p15,t14}; $R/DONE when finished.
 #   R=/tmp/real setsid bash benchmarks/gpu_real_shapes_2gpu.sh &    then poll: benchmarks/gpu_poll.sh
 set -u
 R=${R:-/tmp/real}; mkdir -p "$R"

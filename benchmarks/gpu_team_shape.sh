@@ -3,7 +3,8 @@
 # standin_checkpoint.py) is both roles' start, the $PROFILE profile's GRPO settings (LoRA, gradient checkpointing,
 # dtype, shared base) train it for $STEPS steps on `composite` problems, on one GPU (NPROC=1) or under accelerate DDP
 # (NPROC=2: one process per GPU, each holding the profile's role models, a shared base where it says so). Wall time
-# and peak GPU memory per step go to $R/steps.tsv, the per-step summary (median step time, rollout tokens/s) after it. Needs PYTHONPATH with corecode + its wheels.
+# and peak GPU memory per step go to $R/steps.tsv, the per-step summary (median step time, rollout tokens/s) after it.
+# Needs PYTHONPATH with corecode + its wheels.
 #   PROFILE=qwen2.5-coder-7b-instruct SHAPE=7b STEPS=6 R=/tmp/t7 bash benchmarks/gpu_team_shape.sh
 #   NPROC=2 EXTRA_SET="grpo.team.shared_base=false" ... (a base per role in each process)
 set -u
