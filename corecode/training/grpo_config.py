@@ -124,7 +124,7 @@ class TwoRoleGRPOParams(BaseModel):
         "update but the last without gradient sync and without resharding (data_parallel.FSDPAccumulation), so an "
         "update does one reduce-scatter (and, with reshard_after_forward false, one all-gather) instead of one per "
         "micro-batch, for the memory of an unsharded gradient and unsharded weights of the trained parameters during "
-        "the update. false: not yet measured on a GPU (benchmarks/gpu_scaling.sh arrangement fsdp_accum).",
+        "the update. Faster where that memory fits (docs/gpu.md); false by default, since FSDP2 is chosen for memory.",
     )
     num_iterations: int = Field(
         1,

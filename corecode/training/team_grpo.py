@@ -298,8 +298,9 @@ class _TwoRoleTrainer:
             return
         master = self.acc.unwrap_model(self.roles[role].model)
         for src, dst in zip(master.parameters(), sampler.parameters(), strict=True):
-            if src.requires_grad:  # FSDP2 shards are DTensors: gather (every rank calls this in the same order)
-                dst.copy_(src.full_tensor() if hasattr(src, "full_tensor") else src)
+            if src.requires_grad:  # FSDP2 shards are DTensors: gather (every rank calls this in the same order),
+                # cast to the copy's dtype first: the all-gather then moves bf16, half the bytes of the fp32 shards
+                dst.copy_(src.to(dst.dtype).full_tensor() if hasattr(src, "full_tensor") else src)
 
     def activate(self, role: str) -> None:
         """With a shared base, route forward passes through ``role``'s adapter (a no-op for separate models)."""
