@@ -47,7 +47,13 @@ from corecode.training.checkpointing import (
     run_fingerprint,
     save_checkpoint,
 )
-from corecode.training.data_parallel import FSDPAccumulation, agree_max, all_reduce_gradients, take_host_share
+from corecode.training.data_parallel import (
+    FSDPAccumulation,
+    agree_max,
+    all_reduce_gradients,
+    gather_into,
+    take_host_share,
+)
 from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
 from corecode.training.ptx import ptx_batch, ptx_loss, read_ptx_rows
 from corecode.training.rewards import (
@@ -297,10 +303,10 @@ class _TwoRoleTrainer:
         if sampler is None:
             return
         master = self.acc.unwrap_model(self.roles[role].model)
-        for src, dst in zip(master.parameters(), sampler.parameters(), strict=True):
-            if src.requires_grad:  # FSDP2 shards are DTensors: gather (every rank calls this in the same order),
-                # cast to the copy's dtype first: the all-gather then moves bf16, half the bytes of the fp32 shards
-                dst.copy_(src.to(dst.dtype).full_tensor() if hasattr(src, "full_tensor") else src)
+        trained = [(src, dst) for src, dst in zip(master.parameters(), sampler.parameters(), strict=True)]
+        trained = [(src, dst) for src, dst in trained if src.requires_grad]
+        # FSDP2 shards are DTensors: gathered in buckets, in the copy's dtype (every rank calls this in the same order)
+        gather_into([src for src, _ in trained], [dst for _, dst in trained])
 
     def activate(self, role: str) -> None:
         """With a shared base, route forward passes through ``role``'s adapter (a no-op for separate models)."""

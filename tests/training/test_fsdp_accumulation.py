@@ -15,7 +15,7 @@ import sys, torch, torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
-from corecode.training.data_parallel import FSDPAccumulation, agree_max
+from corecode.training.data_parallel import FSDPAccumulation, agree_max, gather_into
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -114,6 +114,14 @@ for declared, run in ((2, 1), (1, 2)):  # fewer or more passes than declared
     m.set_requires_gradient_sync(True)
     m.set_reshard_after_backward(True)
 out["errors"] = errors
+
+m = model()  # the sampling copy's gather: uneven shards (3 rows), a 1-row weight (rank 1's shard empty), a plain
+one = fully_shard(torch.nn.Linear(4, 1), mesh=mesh)  # tensor; buckets of 100 bytes: several all-gathers, some of
+sources = [*m.parameters(), *one.parameters(), torch.arange(3.0)]  # two parameters, cut alike on both ranks
+targets = [torch.full(tuple(w.shape), -1.0, dtype=torch.bfloat16) for w in sources]
+gather_into(sources, targets, bucket_bytes=100)
+out["gathered"] = targets
+out["full"] = [w.full_tensor().to(torch.bfloat16) if isinstance(w, DTensor) else w.to(torch.bfloat16) for w in sources]
 torch.save(out, sys.argv[1] + f"/rank{rank}.pt")
 dist.destroy_process_group()
 """
@@ -162,3 +170,11 @@ def test_a_pass_count_other_than_declared_is_an_error(ranks):
         assert len(out["errors"]) == 2
         assert "1 backward passes of an update of 2" in out["errors"][0]
         assert "backward pass 2 of an update of 1" in out["errors"][1]
+
+
+def test_the_sampling_copy_gathers_every_shard_whole(ranks):
+    """data_parallel.gather_into, bucketed: every rank ends with each whole tensor, in bf16, equal to full_tensor()."""
+    for out in ranks:
+        assert len(out["gathered"]) == 7
+        for got, want, again in zip(out["gathered"], out["full"], ranks[0]["gathered"]):
+            assert got.dtype == torch.bfloat16 and torch.equal(got, want) and torch.equal(got, again)
