@@ -51,6 +51,7 @@ from corecode.training.data_parallel import (
     FSDPAccumulation,
     agree_max,
     all_reduce_gradients,
+    deal,
     gather_into,
     take_host_share,
 )
@@ -320,16 +321,17 @@ class _TwoRoleTrainer:
 
     # -- data ---------------------------------------------------------------------------------------------------------
     def batch_problems(self, step: int) -> list[Problem]:
-        """The problems of ``step`` for this process: an epoch-wise seeded permutation, so the data position is a
-        pure function of the step (nothing else to checkpoint)."""
-        n, per = len(self.train_problems), self.cfg.problems_per_step
-        start = (step * self.acc.num_processes + self.acc.process_index) * per
-        out = []
-        for pos in range(start, start + per):
+        """The problems of ``step`` for this process: the step's ``problems_per_step`` x processes problems from an
+        epoch-wise seeded permutation, so the data position is a pure function of the step (nothing else to
+        checkpoint), dealt to the processes by prompt length (``data_parallel.deal``: about as much prompt each)."""
+        n, ranks = len(self.train_problems), self.acc.num_processes
+        start = step * ranks * self.cfg.problems_per_step
+        step_problems = []
+        for pos in range(start, start + ranks * self.cfg.problems_per_step):
             epoch, k = divmod(pos, n)
             order = random.Random(f"{self.seed}-{epoch}").sample(range(n), n)
-            out.append(self.train_problems[order[k]])
-        return out
+            step_problems.append(self.train_problems[order[k]])
+        return deal(step_problems, ranks, self.acc.process_index, size=lambda problem: len(problem.prompt))
 
     def updating(self, step: int) -> list[str]:
         """Roles updated at ``step``: both (joint) or one per stage (alternate, first role first)."""

@@ -14,7 +14,7 @@ from test_team_fixtures import PROBLEMS, build_team, launch_two_ranks, one_step_
 
 from corecode.config import Params  # noqa: E402
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
-from corecode.training.data_parallel import host_share, take_host_share  # noqa: E402
+from corecode.training.data_parallel import deal, host_share, take_host_share  # noqa: E402
 from corecode.training.grpo_config import GRPOParams  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
 from corecode.training.timing import PhaseTimer, phase_names  # noqa: E402
@@ -134,6 +134,16 @@ def test_skip_zero_advantage_off_runs_every_sequence(team_dir, tmp_path):
                 assert stats["grad_norm"] == 0.0  # all advantages 0: a zero gradient either way
             finally:
                 trainer.close()
+
+
+def test_deal_gives_every_rank_as_many_items_and_about_as_much_size():
+    sizes = [90, 80, 70, 60, 12, 11, 10, 9]  # a step's prompts, long ones first: consecutive shares would be lopsided
+    shares = [deal(sizes, 2, rank, size=lambda x: x) for rank in (0, 1)]
+    assert sorted(shares[0] + shares[1]) == sorted(sizes) and len(shares[0]) == len(shares[1]) == 4
+    assert shares == [[90, 60, 12, 9], [80, 70, 11, 10]]  # snake order: sums 171 and 171 (against 300 and 42)
+    assert deal(sizes, 1, 0, size=lambda x: x) == sizes  # one process: the step's items, in their order
+    four = [deal(sizes, 4, rank, size=lambda x: x) for rank in range(4)]
+    assert [sum(x) for x in four] == [99, 90, 81, 72] and all(len(x) == 2 for x in four)
 
 
 def test_host_share_divides_cores_among_local_processes():
