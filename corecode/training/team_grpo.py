@@ -304,8 +304,8 @@ class _TwoRoleTrainer:
         if sampler is None:
             return
         master = self.acc.unwrap_model(self.roles[role].model)
-        trained = [(src, dst) for src, dst in zip(master.parameters(), sampler.parameters(), strict=True)]
-        trained = [(src, dst) for src, dst in trained if src.requires_grad]
+        pairs = zip(master.parameters(), sampler.parameters(), strict=True)
+        trained = [(src, dst) for src, dst in pairs if src.requires_grad]
         # FSDP2 shards are DTensors: gathered in buckets, in the copy's dtype (every rank calls this in the same order)
         gather_into([src for src, _ in trained], [dst for _, dst in trained])
 
@@ -326,11 +326,13 @@ class _TwoRoleTrainer:
         checkpoint), dealt to the processes by prompt length (``data_parallel.deal``: about as much prompt each)."""
         n, ranks = len(self.train_problems), self.acc.num_processes
         start = step * ranks * self.cfg.problems_per_step
+        orders: dict[int, list[int]] = {}  # a step spans one epoch or two; a permutation of 10,000 takes ~5 ms
         step_problems = []
         for pos in range(start, start + ranks * self.cfg.problems_per_step):
             epoch, k = divmod(pos, n)
-            order = random.Random(f"{self.seed}-{epoch}").sample(range(n), n)
-            step_problems.append(self.train_problems[order[k]])
+            if epoch not in orders:
+                orders[epoch] = random.Random(f"{self.seed}-{epoch}").sample(range(n), n)
+            step_problems.append(self.train_problems[orders[epoch][k]])
         return deal(step_problems, ranks, self.acc.process_index, size=lambda problem: len(problem.prompt))
 
     def updating(self, step: int) -> list[str]:
