@@ -362,3 +362,31 @@ def test_in_training_evaluation_reads_a_seeded_sample_of_the_split(team_dir, san
         picked.append([x.task_id for x in trainer.val_problems])
     # not the split's head (tiny/0, tiny/1): a split written in blocks would show one kind of problem only
     assert picked[0] == picked[1] == ["tiny/2", "tiny/1"] and picked[2] == ["tiny/1", "tiny/3"]
+
+
+def test_a_planner_update_raises_the_plans_its_advantage_favours(team_dir, sandbox, tmp_path):
+    """Credit reaches the plan it is for: one Planner update on the rollout's own plans, advantage +1 for the first
+    plan of each problem and -1 for the second, raises the first plans' log-probability and lowers the second's."""
+    from corecode.training.rollout import collate, per_token_logps
+
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    p = one_step_params(tmp_path, problems_per_step=4, ptx_coef=0.0)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0)
+    try:
+        plans = trainer.rollout(trainer.batch_problems(0), {})[0]["planner"][0]
+        distinct = [k for k in range(0, len(plans), 2) if plans[k].completion.text != plans[k + 1].completion.text]
+        assert len(distinct) >= 2, "the test needs problems whose two plans differ"
+        model = trainer.acc.unwrap_model(trainer.roles["planner"].model)
+
+        @torch.no_grad()
+        def logps():  # each plan's log-probability under the Planner, at the temperature it was sampled and trained at
+            batch = collate(plans, trainer.roles["planner"].tokenizer.pad_token_id, next(model.parameters()).device)
+            return (per_token_logps(model, batch, p.temperature)[0] * batch["completion_mask"]).sum(-1)
+
+        before = logps()
+        trainer.update("planner", plans, torch.tensor([1.0, -1.0] * (len(plans) // 2)))
+        change = logps() - before
+        favoured, disfavoured = change[distinct], change[[k + 1 for k in distinct]]
+        assert favoured.mean() > 0 > disfavoured.mean(), (favoured, disfavoured)
+    finally:
+        trainer.close()
