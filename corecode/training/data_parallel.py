@@ -17,11 +17,27 @@ micro-batch's backward reduce-scatters (and, unless ``reshard_after_forward`` is
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
 BUCKET_BYTES = 256 << 20  # gradients flattened per all-reduce: large enough for bandwidth, small enough for memory
+
+
+def buckets(items: Iterable, key: Callable, nbytes: Callable, limit: int) -> Iterator[list]:
+    """``items`` in runs of consecutive items with one ``key`` and at most ``limit`` bytes (``nbytes`` of each; an
+    item larger than ``limit`` makes a bucket of its own): what one flattened collective moves at a time."""
+    bucket: list = []
+    size = 0
+    for item in items:
+        n = nbytes(item)
+        if bucket and (key(item) != key(bucket[0]) or size + n > limit):
+            yield bucket
+            bucket, size = [], 0
+        bucket.append(item)
+        size += n
+    if bucket:
+        yield bucket
 
 
 def all_reduce_gradients(params: Iterable[torch.nn.Parameter], bucket_bytes: int = BUCKET_BYTES) -> None:
@@ -47,16 +63,7 @@ def all_reduce_gradients(params: Iterable[torch.nn.Parameter], bucket_bytes: int
             g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
-    bucket: list[torch.Tensor] = []
-    size = 0
-    for g in grads:
-        nbytes = g.numel() * g.element_size()
-        if bucket and (g.dtype != bucket[0].dtype or g.device != bucket[0].device or size + nbytes > bucket_bytes):
-            reduce(bucket)
-            bucket, size = [], 0
-        bucket.append(g)
-        size += nbytes
-    if bucket:
+    for bucket in buckets(grads, lambda g: (g.dtype, g.device), lambda g: g.numel() * g.element_size(), bucket_bytes):
         reduce(bucket)
 
 
@@ -114,20 +121,18 @@ def gather_into(sources: list[torch.Tensor], targets: list[torch.Tensor], bucket
             dst.copy_(rows[: src.shape[0]])
             offset += span
 
-    bucket: list[tuple[torch.Tensor, torch.Tensor]] = []
-    size = 0
+    shards = []
     for src, dst in zip(sources, targets, strict=True):
-        if not sharded_rows(src) or src.shape[0] == 0:
+        if sharded_rows(src) and src.shape[0]:
+            shards.append((src, dst))
+        else:
             dst.copy_(src.to(dst.dtype).full_tensor() if isinstance(src, DTensor) else src)
-            continue
-        nbytes = chunk(src) * dst.element_size()  # the padded chunk: every rank cuts the same buckets
-        key = (src.device_mesh, dst.dtype)
-        if bucket and (key != (bucket[0][0].device_mesh, bucket[0][1].dtype) or size + nbytes > bucket_bytes):
-            gather(bucket)
-            bucket, size = [], 0
-        bucket.append((src, dst))
-        size += nbytes
-    if bucket:
+    for bucket in buckets(
+        shards,
+        key=lambda pair: (pair[0].device_mesh, pair[1].dtype),
+        nbytes=lambda pair: chunk(pair[0]) * pair[1].element_size(),  # the padded chunk: every rank cuts alike
+        limit=bucket_bytes,
+    ):
         gather(bucket)
 
 
