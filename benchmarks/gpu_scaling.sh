@@ -32,8 +32,9 @@
 #   unsharded and the weights gathered, so an update does one all-gather and one reduce-scatter instead of one each
 #   per micro-batch, for the memory of an unsharded gradient; not a default); split (one process, the Planner on GPU 0
 #   and the Coder on GPU 1, as many problems per step as DDP on 2 GPUs: grpo.team.planner_device / coder_device).
-#   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; the row is GPU 0's log:
-#   what the host allows two GPUs without any collective, the ceiling against which DDP's cost shows).
+#   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; its throughput is both
+#   processes', its phase rows GPU 0's as rank 0 and GPU 1's as rank 1: what the host allows two GPUs without any
+#   collective, the ceiling against which DDP's cost shows, and whether one GPU is slower than the other).
 # Leaves under $R, copied to $OUT when set: scaling.md (the tables), scaling.json, steps.tsv (wall and peak GPU memory
 # per run), env.txt, log.txt (every command's output) and logs.tgz (runs.tsv, per-step logs, params files).
 set -u

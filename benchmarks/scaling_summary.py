@@ -30,13 +30,41 @@ def quartiles(values: list[float]) -> tuple[float, float]:
     return q[0], q[2]
 
 
+def logged_steps(path: Path) -> list[dict]:
+    """The per-step rows of a training log (none where the run wrote no log)."""
+    return [r for r in json.loads(path.read_text()) if "step_time_s" in r] if path.exists() else []
+
+
+def phase_medians(rows: list[dict]) -> dict[int, dict[str, float]]:
+    """Per rank, the median seconds of each phase over ``rows`` (``other``: the step's time outside every phase)."""
+    phases: dict[int, dict[str, list[float]]] = {}
+    for row in rows:
+        for key, value in row.items():
+            m = _TIME.match(key)
+            if m:
+                phases.setdefault(int(m[1]), {}).setdefault(m[2], []).append(value)
+    out = {}
+    for rank, by_phase in sorted(phases.items()):
+        med = {name: statistics.median(values) for name, values in by_phase.items()}
+        inside = [
+            sum(by_phase[n][i] for n in by_phase if n not in ("step", "log_checkpoint"))
+            for i in range(len(by_phase["step"]))
+        ]
+        med["other"] = statistics.median(s - x for s, x in zip(by_phase["step"], inside))
+        out[rank] = med
+    return out
+
+
 def read_run(line: str, first: int) -> dict:
+    """One run of RUNS_TSV with its figures. A ``pair`` run's second process (GPU 1, its log beside GPU 0's as
+    ``<log>.gpu1.json``) counts in its throughput, and its phases are listed as rank 1: the two GPUs' speeds side by
+    side with no collective between them."""
     shape, arrangement, gpus, programs, log, rc, wall, rnd = (line.rstrip("\n").split("\t") + [""] * 8)[:8]
     run = {"shape": shape, "arrangement": arrangement, "gpus": int(gpus), "programs": int(programs), "log": log}
     run["round"] = int(rnd) if rnd.strip() else 1
     run.update(rc=int(rc) if rc.strip().isdigit() else rc.strip() or None, wall_s=float(wall) if wall.strip() else None)
     path = Path(log)
-    rows = [r for r in json.loads(path.read_text()) if "step_time_s" in r] if path.exists() else []
+    rows = logged_steps(path)
     later = [r for r in rows if r["step"] >= first]
     run["steps"] = len(rows)
     if not later:
@@ -48,21 +76,12 @@ def read_run(line: str, first: int) -> dict:
     )
     run["programs_per_s"] = run["programs"] / run["median_s"]
     run["first_step_s"] = rows[0]["step_time_s"]
-    phases: dict[int, dict[str, list[float]]] = {}
-    for row in later:
-        for key, value in row.items():
-            m = _TIME.match(key)
-            if m:
-                phases.setdefault(int(m[1]), {}).setdefault(m[2], []).append(value)
-    run["phases"] = {}
-    for rank, by_phase in sorted(phases.items()):
-        med = {name: statistics.median(values) for name, values in by_phase.items()}
-        inside = [
-            sum(by_phase[n][i] for n in by_phase if n not in ("step", "log_checkpoint"))
-            for i in range(len(by_phase["step"]))
-        ]
-        med["other"] = statistics.median(s - x for s, x in zip(by_phase["step"], inside))
-        run["phases"][rank] = med
+    run["phases"] = phase_medians(later)
+    second = [r for r in logged_steps(path.with_name(path.stem + ".gpu1.json")) if r["step"] >= first]
+    if arrangement == "pair" and second:
+        run["gpu1_median_s"] = statistics.median(r["step_time_s"] for r in second)
+        run["programs_per_s"] = run["programs"] / 2 * (1 / run["median_s"] + 1 / run["gpu1_median_s"])
+        run["phases"][1] = phase_medians(second)[0]
     return run
 
 
@@ -114,9 +133,10 @@ def table(runs: list[dict], first: int) -> str:
         ratio = f"{r['vs_1gpu']:.2f}x" if "vs_1gpu" in r else "-"
         if "vs_ddp" in r:
             ratio += f" ({r['vs_ddp']:.2f}x DDP)"
+        median = f"{r['median_s']:.3f}" + (f" (GPU 1: {r['gpu1_median_s']:.3f})" if "gpu1_median_s" in r else "")
         out.append(
             f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {r['steps']} "
-            f"| {r['median_s']:.3f} | {r['min_s']:.3f} - {r['max_s']:.3f} | {r['q1_s']:.3f} - {r['q3_s']:.3f} "
+            f"| {median} | {r['min_s']:.3f} - {r['max_s']:.3f} | {r['q1_s']:.3f} - {r['q3_s']:.3f} "
             f"| {r['programs_per_s']:.1f} | {ratio} | {r['first_step_s']:.1f} | {wall} |"
         )
     return "\n".join(out)

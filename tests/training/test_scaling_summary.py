@@ -71,3 +71,16 @@ def test_rounds_pair_each_run_with_its_own_rounds_single_gpu_run(tmp_path):
     assert ddp[1]["vs_1gpu"] == 1.6 and ddp[2]["vs_1gpu"] == 2.0  # not 1.0: round 1's 1-GPU run
     assert "| s | ddp (round 2) | 2 | 20 | 5 | 2.000 |" in out
     assert "| s | ddp | 2 | 2 | 1.80x | 1.60x - 2.00x |" in out
+
+
+def test_pair_counts_both_gpus_and_lists_gpu1_as_rank_1(tmp_path):
+    """A pair run's throughput is both processes' (GPU 1's log beside GPU 0's), and GPU 1's phases show as rank 1, so
+    a slower second GPU shows without any collective in the way."""
+    single = _log(tmp_path / "one.json", 1, [9.0, 9.0, 1.0, 1.0, 1.0])
+    pair = _log(tmp_path / "pair.json", 1, [9.0, 9.0, 1.0, 1.0, 1.0])
+    _log(tmp_path / "pair.gpu1.json", 1, [9.0, 9.0, 1.25, 1.25, 1.25])
+    out, runs = _summarise(tmp_path, f"s\tsingle\t1\t10\t{single}\t0\t60\ns\tpair\t2\t20\t{pair}\t0\t60\n")
+    got = {r["arrangement"]: r for r in runs}["pair"]
+    assert got["gpu1_median_s"] == 1.25 and got["vs_1gpu"] == 1.8  # 10 / 1.0 + 10 / 1.25 programs/s against 10
+    assert got["phases"]["1"]["coder_generation"] == 0.625
+    assert "| 1.000 (GPU 1: 1.250) |" in out and "| s | pair | 2 | 1 | 0.625 |" in out
