@@ -122,15 +122,14 @@ def _read_jsonl_rows(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _resolve_dtype(name: str):
+def trains_in_bf16(dtype: str) -> bool:
+    """Whether a TRL trainer with ``dtype`` (``sft.dtype``, ``grpo.single.dtype``) trains in bf16 mixed precision:
+    ``bfloat16``, or ``auto`` on a CUDA GPU that supports it."""
     import torch
 
-    if name == "float32":
-        return torch.float32, False
-    if name == "bfloat16":
-        return torch.bfloat16, True
-    use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return (torch.float32, use_bf16)
+    if dtype != "auto":
+        return dtype == "bfloat16"
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
 
 
 def base_weight_dtype(cfg):
@@ -139,8 +138,7 @@ def base_weight_dtype(cfg):
     keeps the adapter in fp32), half the memory."""
     import torch
 
-    _, bf16 = _resolve_dtype(cfg.dtype)
-    return torch.bfloat16 if bf16 and cfg.lora.enabled else torch.float32
+    return torch.bfloat16 if trains_in_bf16(cfg.dtype) and cfg.lora.enabled else torch.float32
 
 
 def checkpointing_kwarg(args_cls: type, enabled: bool) -> dict[str, bool]:
@@ -168,7 +166,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
     import torch
     from trl import SFTConfig
 
-    _, bf16 = _resolve_dtype(cfg.dtype)
+    bf16 = trains_in_bf16(cfg.dtype)
     return SFTConfig(
         output_dir=str(work_dir),
         max_steps=cfg.max_steps,

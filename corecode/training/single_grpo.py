@@ -22,7 +22,13 @@ from typing import Any
 from corecode.agents.prompts import planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
-from corecode.training.sft import base_weight_dtype, checkpointing_kwarg, save_final_model, warmup_kwarg
+from corecode.training.sft import (
+    base_weight_dtype,
+    checkpointing_kwarg,
+    save_final_model,
+    trains_in_bf16,
+    warmup_kwarg,
+)
 from corecode.training.single_grpo_config import SingleGRPOParams
 
 
@@ -56,9 +62,7 @@ def build_grpo_config(cfg: SingleGRPOParams, seed: int, work_dir: Path, plan_the
             f"grpo.single.batch_size ({cfg.batch_size}) must be a multiple of grpo.single.num_generations "
             f"({cfg.num_generations}): each step scores whole groups"
         )
-    bf16 = cfg.dtype == "bfloat16" or (
-        cfg.dtype == "auto" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    )
+    bf16 = trains_in_bf16(cfg.dtype)
     return GRPOConfig(
         output_dir=str(work_dir),
         max_steps=cfg.max_steps,
