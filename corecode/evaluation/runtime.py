@@ -1,19 +1,22 @@
-"""Runtime and peak memory of passing programs relative to the reference solution: per problem, per method, and
-paired between two methods.
+"""Runtime and peak memory of passing programs relative to the reference solution: per problem, per method, and paired
+between two methods.
 
-Per problem (:func:`per_problem`): the median over a problem's passing samples of ``sample / reference`` wall time
-and peak memory, both run through the same sandbox (1.0 = as fast / as small as the reference, 5.0 = five times
-slower). Problems whose reference fails, or with no passing sample, have no row. Each row says whether the problem
-belongs to composite's efficiency family (tag ``efficiency``: a naive and an efficient solution that differ
-measurably), the subset where a method's choice of algorithm shows; on the rest a passing program costs about what
-the reference does and the ratio is mostly sandbox overhead and noise.
+Per problem (:func:`per_problem`): the median over a problem's passing samples of ``sample / reference`` CPU time
+(user + system of the sample's process) and peak memory, both run through the same sandbox (1.0 = as fast / as small
+as the reference, 5.0 = five times slower). CPU time, not wall time: a process that waits for a core (a loaded
+machine, the sandbox's other workers) adds wall time but no CPU time, and on the same programs scored three times the
+CPU-time ratio moved 2-4 times less from run to run than the wall-time one (``benchmarks/runtime_ratio_spread.py``;
+docs/benchmarks.md). Problems whose reference fails, or with no passing sample, have no row. Each row says whether
+the problem belongs to composite's efficiency family (tag ``efficiency``: a naive and an efficient solution that
+differ measurably), the subset where a method's choice of algorithm shows; on the rest a passing program costs about
+what the reference does and the ratio is mostly sandbox overhead and noise.
 
 Per method (:func:`summarize`): medians of those per-problem ratios, over all problems and over the family, and the
 share of problems whose program is over twice the reference's time. Paired (:func:`compare`): on the problems both
 methods pass, the mean of ``log2(ratio_b / ratio_a)`` (doublings by which a is faster than b; 0 = alike) with the
 paired bootstrap of ``corecode.evaluation.stats`` (the same resampling over problems as pass@1's comparisons).
 
-Timings vary from run to run (machine load), so these numbers are not reproducible bit for bit as pass@1 is.
+Timings still vary from run to run, so these numbers are not reproducible bit for bit as pass@1 is.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from corecode.sandbox.types import SampleResult
 
 FAMILY_TAG = "efficiency"
 SUBSETS = ("all", FAMILY_TAG)
-SLOW_FACTOR = 2.0  # "slower than the reference": over this many times its wall time
+SLOW_FACTOR = 2.0  # "slower than the reference": over this many times its CPU time
 
 
 def per_problem(
@@ -46,7 +49,7 @@ def per_problem(
         out[p.task_id] = {
             "family": FAMILY_TAG in p.tags,
             "n_passed": len(passed),
-            "runtime_ratio": _median_ratio([r.wall_time_s for r in passed], ref.wall_time_s),
+            "runtime_ratio": _median_ratio([r.cpu_time_s for r in passed], ref.cpu_time_s),
             "memory_ratio": _median_ratio([r.peak_memory_mb for r in passed], ref.peak_memory_mb),
         }
     return out

@@ -1,7 +1,7 @@
 """Sandbox-scored rewards for the Coder, the Planner and MAGRPO's helper/main pair.
 
 Shaping (MAGRPO-style): a program earns partial credit for parsing, for running, per passed test, and a bonus for
-passing everything; optional efficiency terms compare the run against the trusted reference solution's run (time,
+passing everything; optional efficiency terms compare the run against the trusted reference solution's run (CPU time,
 peak memory). The Planner earns the mean reward of the programs its plan led to (credit flows through the partner),
 plus a plan-format term, an optional guidance term (PTA-GRPO spirit) and CoRe-Code's optional time term.
 
@@ -148,7 +148,7 @@ def coder_reward(
     if result.passed:
         reward += weights.passed
         if reference is not None:
-            reward += weights.time * _ratio(reference.wall_time_s, result.wall_time_s)
+            reward += weights.time * _ratio(reference.cpu_time_s, result.cpu_time_s)
             reward += weights.memory * _ratio(reference.peak_memory_mb, result.peak_memory_mb)
     return reward
 
@@ -166,7 +166,7 @@ def planner_reward(
     passed = [res for res in program_results if res is not None and res.passed]
     reward += weights.guidance * len(passed) / n
     if reference is not None and passed:
-        reward += weights.time * sum(_ratio(reference.wall_time_s, p.wall_time_s) for p in passed) / n
+        reward += weights.time * sum(_ratio(reference.cpu_time_s, p.cpu_time_s) for p in passed) / n
     return reward
 
 

@@ -19,7 +19,7 @@ class CoderRewardWeights(BaseModel):
     passed: float = Field(0.2, description="Bonus when every test passes.")
     time: float = Field(
         0.0,
-        description="Efficiency: reference wall time / program wall time (clipped to 1), "
+        description="Efficiency: reference CPU time / program CPU time (clipped to 1), "
         "only for passing programs. Non-deterministic: keep 0 for exact resumes.",
     )
     memory: float = Field(
@@ -50,7 +50,7 @@ class PlannerRewardWeights(BaseModel):
     )
     time: float = Field(
         0.0,
-        description="CoRe-Code's Planner time-efficiency term: mean reference/program wall "
+        description="CoRe-Code's Planner time-efficiency term: mean reference/program CPU "
         "time over the plan's passing programs. Non-deterministic.",
     )
 

@@ -96,5 +96,5 @@ def test_naive_is_measurably_slower_in_the_sandbox():
     except SandboxUnavailable as e:
         pytest.skip(f"sandbox unavailable here: {e}")
     assert all(r.passed for r in fast + slow), [(r.task_id, r.detail) for r in fast + slow if not r.passed]
-    ratios = [s.wall_time_s / f.wall_time_s for f, s in zip(fast, slow)]
+    ratios = [s.cpu_time_s / f.cpu_time_s for f, s in zip(fast, slow)]  # as corecode.evaluation.runtime
     assert statistics.median(ratios) > 2.0, ratios

@@ -13,9 +13,14 @@ def _problem(i: int, family: bool) -> Problem:
     return Problem(task_id=f"t{i}", source="composite", prompt="def f(x):\n", tags=["efficiency"] if family else [])
 
 
-def _result(i: int, passed: bool, wall: float, mem: float = 10.0) -> SampleResult:
+def _result(i: int, passed: bool, cpu: float, mem: float = 10.0) -> SampleResult:
+    """A result whose wall time is its CPU time plus a wait that differs by problem and sample, as on a loaded
+    machine: a ratio taken from wall time would not be the one asserted."""
     verdict = Verdict.passed if passed else Verdict.wrong_answer
-    return SampleResult(task_id=f"t{i}", verdict=verdict, passed=passed, wall_time_s=wall, peak_memory_mb=mem)
+    wall = cpu + 0.05 * (i + 1) + cpu * 3
+    return SampleResult(
+        task_id=f"t{i}", verdict=verdict, passed=passed, cpu_time_s=cpu, wall_time_s=wall, peak_memory_mb=mem
+    )
 
 
 def test_per_problem_uses_passing_samples_and_passing_references_only():
