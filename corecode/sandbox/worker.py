@@ -234,6 +234,17 @@ class Worker:
                 time.sleep(0.01)
             self.cgroup = None
 
+    def _exit_status(self) -> str:
+        """(I/O thread) How the jail that closed its control pipe ended, for the sample's error: its stderr is
+        closed once it is ready, so the status is what is left to tell a crash from a kill (the OOM killer, say)."""
+        try:
+            code = self.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            return "still running"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit status {code}"
+
     def _restart(self, head_error: str, host_timeout: bool = False) -> None:
         """(I/O thread) Kill the jail, end every held sample (the running one with ``head_error``), start anew."""
         with self._cond:
@@ -382,7 +393,7 @@ class Worker:
             chunk = os.read(ctrl_fd, 1 << 16)
             if not chunk:
                 if head is not None:
-                    self._restart("sandbox worker died; restarted")
+                    self._restart(f"sandbox worker died ({self._exit_status()}); restarted")
                 else:  # died while idle: the next sample starts a fresh one
                     self._stop_process()
                 return

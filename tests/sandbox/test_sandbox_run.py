@@ -296,6 +296,17 @@ def test_isolation_none_warns(mix_problem):
             assert not sb.run(mix_problem, "import os\nos._exit(0)\n").passed
 
 
+def test_a_dead_worker_says_how_it_ended(mix_problem):
+    """isolation=none leaves the candidate its parent, the worker's zygote: a program that kills it ends the sample
+    with the zygote's end in its detail, and the next sample runs on a fresh worker."""
+    killer = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    with pytest.warns(RuntimeWarning, match="debugging only"):
+        with Sandbox(SandboxParams(workers=1, cache_dir=None, isolation="none")) as sb:
+            r = sb.run(mix_problem, killer)
+            assert r.verdict == Verdict.sandbox_error and "died (killed by SIGKILL)" in r.detail, r.detail
+            assert sb.run(mix_problem, MIX_REFERENCE).passed
+
+
 def test_one_loader_trace_lists_what_a_trace_per_file_lists():
     """The jail binds the directories of the libraries the interpreter and its extension modules link against.
     They are listed by one trace of the interpreter with every extension module preloaded; it must find exactly the
