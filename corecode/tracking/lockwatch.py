@@ -7,7 +7,8 @@ waits until dvc.lock changes (DVC has locked the stage) or the ``dvc`` process h
 written), then sets ``corecode.dvc_lock_sha256`` (the lock's hash) and ``corecode.git_dirty`` (re-checked: the
 updated dvc.lock differs from HEAD) on the stage run and on its parent.
 
-Usage (internal): ``python -m corecode.tracking.lockwatch TRACKING_URI DVC_INVOCATION LOCK_SHA256 RUN_ID...``
+Usage (internal): ``python -m corecode.tracking.lockwatch TRACKING_URI DVC_INVOCATION LOCK_SHA256 STAGE_RUN_ID
+[PARENT_RUN_ID]``
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def wait_for_lock(invocation: str, lock_before: str, cwd: str | Path = ".", max_
 
 
 def main(argv: list[str]) -> None:
-    uri, invocation, lock_before, *run_ids = argv
-    from corecode.tracking.runs import lock_tags
+    uri, invocation, lock_before, stage_run, *parent_runs = argv
+    from corecode.tracking.runs import file_sha256, lock_tags
 
     wait_for_lock(invocation, lock_before)
     time.sleep(POLL_S)  # DVC writes dvc.lock in one go; a read in the middle of it would hash half a file
@@ -72,9 +73,15 @@ def main(argv: list[str]) -> None:
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
-    for run_id in run_ids:
-        for key, value in tags.items():
-            client.set_tag(run_id, key, value)
+    for key, value in tags.items():
+        client.set_tag(stage_run, key, value)
+    # The parent carries the last lock of its `dvc repro`. Every stage's watcher tags it, and a slow watcher of an
+    # earlier stage (MLflow's import takes seconds on a loaded machine) would overwrite a later stage's tag with an
+    # older lock: where dvc.lock has moved on since this watcher read it, a later stage's watcher tags the parent.
+    if file_sha256(Path.cwd() / "dvc.lock") == tags.get("corecode.dvc_lock_sha256"):
+        for run_id in parent_runs:
+            for key, value in tags.items():
+                client.set_tag(run_id, key, value)
 
 
 if __name__ == "__main__":

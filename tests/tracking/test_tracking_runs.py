@@ -205,3 +205,25 @@ def test_stages_started_together_on_a_fresh_store_share_one_experiment(tmp_path)
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-500:] for _, err in outs]
     assert len({out.strip().splitlines()[-1] for out, _ in outs}) == 1
+
+
+def test_a_late_watcher_of_an_earlier_stage_leaves_the_parent_to_the_later_one(store, tmp_path, monkeypatch):
+    """Each stage's lock watcher tags its stage run with the lock it read; it tags the parent only while dvc.lock is
+    still that lock, so an earlier stage's watcher that finishes last cannot put an older lock on the parent."""
+    from corecode.tracking import lockwatch, runs
+
+    client = MlflowClient()
+    exp = client.create_experiment("w")
+    stage, parent = (client.create_run(exp).info.run_id for _ in range(2))
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {one: {}}\n")
+    after_one = runs.file_sha256(tmp_path / "dvc.lock")
+
+    def watch():  # a watcher whose dvc process is gone: it reads the lock at once and tags
+        lockwatch.main([store, "dvc:1:0", "-", stage, parent])
+        return {r: client.get_run(r).data.tags.get("corecode.dvc_lock_sha256") for r in (stage, parent)}
+
+    assert watch() == {stage: after_one, parent: after_one}  # the lock has not moved on: both tagged
+    real = runs.lock_tags()
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {one: {}, two: {}}\n")  # the next stage locked
+    monkeypatch.setattr(runs, "lock_tags", lambda cwd=".": real | {"corecode.dvc_lock_sha256": "older"})
+    assert watch() == {stage: "older", parent: after_one}  # read before the next stage: the parent is left alone
