@@ -5,7 +5,7 @@ Per problem (:func:`per_problem`): the median over a problem's passing samples o
 (user + system of the sample's process) and peak memory, both run through the same sandbox (1.0 = as fast / as small
 as the reference, 5.0 = five times slower). CPU time, not wall time: a process that waits for a core (a loaded
 machine, the sandbox's other workers) adds wall time but no CPU time, and on the same programs scored three times the
-CPU-time ratio moved 2-4 times less from run to run than the wall-time one (``benchmarks/runtime_ratio_spread.py``;
+CPU-time ratio moved 2-5 times less from run to run than the wall-time one (``benchmarks/runtime_ratio_spread.py``;
 docs/benchmarks.md). Problems whose reference fails, or with no passing sample, have no row. Each row says whether
 the problem belongs to composite's efficiency family (tag ``efficiency``: a naive and an efficient solution that
 differ measurably), the subset where a method's choice of algorithm shows; on the rest a passing program costs about
