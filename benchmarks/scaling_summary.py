@@ -77,8 +77,10 @@ def read_run(line: str, first: int) -> dict:
     run["programs_per_s"] = run["programs"] / run["median_s"]
     run["first_step_s"] = rows[0]["step_time_s"]
     run["phases"] = phase_medians(later)
+    if arrangement != "pair":
+        return run
     second = [r for r in logged_steps(path.with_name(path.stem + ".gpu1.json")) if r["step"] >= first]
-    if arrangement == "pair" and second:
+    if second:
         run["gpu1_median_s"] = statistics.median(r["step_time_s"] for r in second)
         run["programs_per_s"] = run["programs"] / 2 * (1 / run["median_s"] + 1 / run["gpu1_median_s"])
         run["phases"][1] = phase_medians(second)[0]
