@@ -56,9 +56,9 @@ def phase_medians(rows: list[dict]) -> dict[int, dict[str, float]]:
 
 
 def read_run(line: str, first: int) -> dict:
-    """One run of RUNS_TSV with its figures. A ``pair`` run's second process (GPU 1, its log beside GPU 0's as
-    ``<log>.gpu1.json``) counts in its throughput, and its phases are listed as rank 1: the two GPUs' speeds side by
-    side with no collective between them."""
+    """One run of RUNS_TSV with its figures. A ``pair`` (or ``pair_pin``) run's second process (GPU 1, its log beside
+    GPU 0's as ``<log>.gpu1.json``) counts in its throughput, and its phases are listed as rank 1: the two GPUs' speeds
+    side by side with no collective between them."""
     shape, arrangement, gpus, programs, log, rc, wall, rnd = (line.rstrip("\n").split("\t") + [""] * 8)[:8]
     run = {"shape": shape, "arrangement": arrangement, "gpus": int(gpus), "programs": int(programs), "log": log}
     run["round"] = int(rnd) if rnd.strip() else 1
@@ -77,7 +77,7 @@ def read_run(line: str, first: int) -> dict:
     run["programs_per_s"] = run["programs"] / run["median_s"]
     run["first_step_s"] = rows[0]["step_time_s"]
     run["phases"] = phase_medians(later)
-    if arrangement != "pair":
+    if not arrangement.startswith("pair"):  # pair, pair_pin
         return run
     second = [r for r in logged_steps(path.with_name(path.stem + ".gpu1.json")) if r["step"] >= first]
     if second:

@@ -199,6 +199,38 @@ def host_share(cores: int | None = None, local: int | None = None) -> int:
     return max(1, cores // (local or local_processes()))
 
 
+def local_rank() -> int:
+    """This process's index among the run's processes on this host (``LOCAL_RANK``, set by accelerate launch /
+    torchrun), else 0."""
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def own_cores(allowed: list[int], local: int, rank: int) -> list[int]:
+    """The ``rank``-th of ``local`` equal runs of consecutive cores of ``allowed`` (sorted); every core where there are
+    fewer cores than processes."""
+    allowed = sorted(allowed)
+    share = len(allowed) // local
+    return allowed[rank * share : (rank + 1) * share] if share else allowed
+
+
+def pin_to_own_cores(local: int | None = None, rank: int | None = None) -> list[int] | None:
+    """With several processes per host, keep this rank, every thread it has and every process it forks later (its
+    sandbox workers) to its own run of the host's cores (:func:`own_cores`), so that no rank's Python thread, which
+    launches its GPU work, waits behind another rank's sandbox workers or threads. Returns the cores, None in one
+    process. Written here because accelerate launch and torchrun bind no cores (numactl would have to wrap each rank's
+    command) and a thread's affinity is its own: every thread already started is set one by one."""
+    local = local or local_processes()
+    if local <= 1:
+        return None
+    cores = own_cores(list(os.sched_getaffinity(0)), local, local_rank() if rank is None else rank)
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except (ProcessLookupError, PermissionError):  # a thread that ended meanwhile
+            continue
+    return cores
+
+
 def take_host_share(sandbox_params, local: int | None = None, cores: int | None = None):
     """With several processes per host, keep this rank to its share of the cores: at most ``share`` torch threads and
     ``share - 1`` sandbox workers (one core left for the rank's own Python), where ``sandbox.workers`` asks for more.

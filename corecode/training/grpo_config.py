@@ -126,6 +126,12 @@ class TwoRoleGRPOParams(BaseModel):
         "micro-batch, for the memory of an unsharded gradient and unsharded weights of the trained parameters during "
         "the update. Faster where that memory fits (docs/gpu.md); false by default, since FSDP2 is chosen for memory.",
     )
+    pin_cores: bool = Field(
+        False,
+        description="With several processes per host (DDP, FSDP2): keep each rank, its threads and its sandbox "
+        "workers on its own run of the host's cores (data_parallel.pin_to_own_cores) instead of letting the OS place "
+        "them anywhere. No effect in one process.",
+    )
     num_iterations: int = Field(
         1,
         ge=1,

@@ -53,6 +53,7 @@ from corecode.training.data_parallel import (
     all_reduce_gradients,
     deal,
     gather_into,
+    pin_to_own_cores,
     take_host_share,
 )
 from corecode.training.grpo_config import MAGRPOParams, TeamGRPOParams, TwoRoleGRPOParams
@@ -1037,6 +1038,8 @@ def _run(
     _check_fits(cfg, names, starts, section)
     first, second = _load_roles(cfg, names, starts, keys)
     own_sandbox = sandbox is None
+    if cfg.pin_cores and (cores := pin_to_own_cores()):  # before the sandbox forks its workers: they inherit them
+        logger.info("this rank runs on cores %s", cores)
     sandbox = sandbox or Sandbox(take_host_share(params.sandbox))
     chat = params.generation.use_chat_template  # prompts rendered as evaluation renders them
     trainer = trainer_cls(cfg, first, second, train_problems, sandbox, params.seed, val_problems, chat=chat)

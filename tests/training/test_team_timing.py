@@ -2,6 +2,8 @@
 (corecode.training.data_parallel): one process, and two processes over gloo under accelerate (CPU)."""
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +16,13 @@ from test_team_fixtures import PROBLEMS, build_team, launch_two_ranks, one_step_
 
 from corecode.config import Params  # noqa: E402
 from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
-from corecode.training.data_parallel import deal, host_share, take_host_share  # noqa: E402
+from corecode.training.data_parallel import (  # noqa: E402
+    deal,
+    host_share,
+    own_cores,
+    pin_to_own_cores,
+    take_host_share,
+)
 from corecode.training.grpo_config import GRPOParams  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
 from corecode.training.timing import PhaseTimer, phase_names  # noqa: E402
@@ -384,3 +392,33 @@ def test_fsdp2_trains_from_an_unsharded_sampling_copy(team_dir, tmp_path, lora, 
     if lora:
         merged = AutoModelForCausalLM.from_pretrained(tmp_path / "coder")
         assert not any("lora_" in name for name in merged.state_dict())
+
+
+def test_each_rank_gets_its_own_run_of_cores():
+    allowed = [7, 0, 1, 2, 3, 4, 5, 6]
+    assert [own_cores(allowed, 2, r) for r in (0, 1)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert own_cores(allowed, 3, 2) == [4, 5]  # 2 cores each; the eighth is nobody's
+    assert own_cores([0, 1], 4, 3) == [0, 1]  # fewer cores than processes: every core
+
+
+def test_pinning_moves_every_thread_and_later_children():
+    """In a child process (pinning changes the process it runs in), with a second thread already running: every thread
+    and a process started afterwards run on the rank's own cores only."""
+    code = """
+import json, os, subprocess, sys, threading
+from corecode.training.data_parallel import pin_to_own_cores
+stop = threading.Event(); thread = threading.Thread(target=stop.wait); thread.start()
+cores = pin_to_own_cores(local=2, rank=1)
+threads = {tid: sorted(os.sched_getaffinity(int(tid))) for tid in os.listdir("/proc/self/task")}
+child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                       capture_output=True, text=True, check=True).stdout
+stop.set(); thread.join()
+print(json.dumps({"cores": cores, "threads": threads, "child": json.loads(child)}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    mine = own_cores(list(os.sched_getaffinity(0)), 2, 1)
+    assert got["cores"] == mine and len(got["threads"]) >= 2
+    assert all(cores == mine for cores in got["threads"].values()) and got["child"] == mine
+    assert pin_to_own_cores(local=1) is None  # one process: nothing pinned
