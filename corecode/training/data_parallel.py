@@ -200,9 +200,10 @@ def host_share(cores: int | None = None, local: int | None = None) -> int:
 
 
 def local_rank() -> int:
-    """This process's index among the run's processes on this host (``LOCAL_RANK``, set by accelerate launch /
-    torchrun), else 0."""
-    return int(os.environ.get("LOCAL_RANK", "0"))
+    """This process's index among the run's processes on this host: ``LOCAL_RANK`` (set by accelerate launch /
+    torchrun), else ``CORECODE_LOCAL_RANK`` (processes started side by side without a launcher, as
+    benchmarks/team_timing_pair.sh does: ``LOCAL_RANK`` would make accelerate expect a process group), else 0."""
+    return int(os.environ.get("LOCAL_RANK", os.environ.get("CORECODE_LOCAL_RANK", "0")))
 
 
 def own_cores(allowed: list[int], local: int, rank: int) -> list[int]:

@@ -19,6 +19,7 @@ from corecode.sandbox import Sandbox, SandboxParams  # noqa: E402
 from corecode.training.data_parallel import (  # noqa: E402
     deal,
     host_share,
+    local_rank,
     own_cores,
     pin_to_own_cores,
     take_host_share,
@@ -422,3 +423,13 @@ print(json.dumps({"cores": cores, "threads": threads, "child": json.loads(child)
     assert got["cores"] == mine and len(got["threads"]) >= 2
     assert all(cores == mine for cores in got["threads"].values()) and got["child"] == mine
     assert pin_to_own_cores(local=1) is None  # one process: nothing pinned
+
+
+def test_local_rank_without_a_launcher(monkeypatch):
+    """benchmarks/team_timing_pair.sh starts its processes without a launcher: LOCAL_RANK there would make accelerate
+    wait for a process group, so its processes name their slot in CORECODE_LOCAL_RANK."""
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setenv("CORECODE_LOCAL_RANK", "1")
+    assert local_rank() == 1
+    monkeypatch.setenv("LOCAL_RANK", "0")  # a launcher's own variable wins
+    assert local_rank() == 0
