@@ -1,7 +1,8 @@
 """How reproducible is a program's runtime relative to its reference? The same programs and references scored
 ``--repeats`` times in one sandbox pool, and each problem's ratio (program / reference, as
 ``corecode.evaluation.runtime`` computes it) taken two ways side by side: from wall time (what ``runtime.json`` and
-the ``rewards.time`` term use) and from CPU time (user + system of the test process, also in every result).
+the ``rewards.time`` term use) and from CPU time (user + system of the test process, also in every result); and
+the peak-memory ratio's spread the same way (``rewards.memory``: what the process added over its start size).
 
     python benchmarks/runtime_ratio_spread.py --problems data/processed/composite_test.jsonl \
         --samples data/reports/eval/planner_coder_grpo/composite_test.jsonl --repeats 3 [--load 2]
@@ -29,12 +30,14 @@ from corecode.data.io import read_problems
 from corecode.evaluation.eval_samples import evaluate_samples
 from corecode.evaluation.runtime import FAMILY_TAG
 from corecode.sandbox import Sandbox, SandboxParams
+from corecode.sandbox.types import comparable_memory_mb
 
 MEASURES = {  # a result's seconds by each measure: the whole sample's process, or its tests' calls summed
     "wall": lambda r: r.wall_time_s,
     "cpu": lambda r: r.cpu_time_s,
     "tests_wall": lambda r: sum(t.wall_time_s for t in r.tests),
     "tests_cpu": lambda r: sum(t.cpu_time_s for t in r.tests),
+    "memory": lambda r: comparable_memory_mb(r.peak_memory_mb),  # MiB, not seconds: the memory ratio's spread
 }
 
 

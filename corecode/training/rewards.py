@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from corecode.agents.extract import build_program, extract_code, extract_plan
 from corecode.agents.prompts import PLAN_CLOSE
 from corecode.data.schema import Problem
-from corecode.sandbox.types import SampleResult, Verdict
+from corecode.sandbox.types import SampleResult, Verdict, comparable_memory_mb
 from corecode.training.rewards_config import CoderRewardWeights, MAGRPORewardWeights, PlannerRewardWeights
 
 _STEP = re.compile(r"^\s*(\d+)[.)]\s+\S", re.M)
@@ -149,7 +149,9 @@ def coder_reward(
         reward += weights.passed
         if reference is not None:
             reward += weights.time * _ratio(reference.cpu_time_s, result.cpu_time_s)
-            reward += weights.memory * _ratio(reference.peak_memory_mb, result.peak_memory_mb)
+            reward += weights.memory * _ratio(
+                comparable_memory_mb(reference.peak_memory_mb), comparable_memory_mb(result.peak_memory_mb)
+            )
     return reward
 
 

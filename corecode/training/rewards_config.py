@@ -25,9 +25,9 @@ class CoderRewardWeights(BaseModel):
     memory: float = Field(
         0.0,
         description="Efficiency: reference peak memory / program peak memory (clipped to 1), "
-        "only for passing programs (CoRe-Code's Coder memory term). The peak is the sample process's, "
-        "which starts from the sandbox worker's resident size: it follows the worker's state more than the "
-        "program (docs/benchmarks.md), so keep 0.",
+        "only for passing programs (CoRe-Code's Coder memory term). Peak memory is what the program's process "
+        "added over its start size, at least 1 MiB (corecode.sandbox.types.MEMORY_FLOOR_MB). Non-deterministic "
+        "(a little: docs/benchmarks.md): keep 0 for exact resumes.",
     )
     plan_adherence: float = Field(
         0.0,

@@ -38,6 +38,15 @@ def test_per_problem_uses_passing_samples_and_passing_references_only():
     assert rows["t3"]["runtime_ratio"] == pytest.approx(0.5)
 
 
+def test_memory_ratio_floors_programs_that_add_almost_nothing():
+    """Added memory under MEMORY_FLOOR_MB is page-fault noise: two such programs compare as alike, not as a ratio of
+    two noise figures (or a division by 0)."""
+    problems = [_problem(0, True)]
+    refs = {"t0": _result(0, True, 0.1, mem=0.0)}
+    assert per_problem(problems, {"t0": [_result(0, True, 0.1, mem=0.3)]}, refs)["t0"]["memory_ratio"] == 1.0
+    assert per_problem(problems, {"t0": [_result(0, True, 0.1, mem=4.0)]}, refs)["t0"]["memory_ratio"] == 4.0
+
+
 def _rows(ratios: dict[str, float], family: set[str]) -> dict[str, dict]:
     return {
         t: {"family": t in family, "n_passed": 1, "runtime_ratio": r, "memory_ratio": 1.0} for t, r in ratios.items()

@@ -84,6 +84,22 @@ def test_efficiency_terms_use_the_reference_run(sandbox):
     assert 0.0 < extra <= 1.0 + 1e-9
 
 
+def test_memory_term_compares_added_memory_with_a_floor(sandbox):
+    """The memory term sets what the program added against what the reference added: a program as small as the
+    reference earns the whole term (both under the floor: no division by a measured 0), one holding 40 MiB more
+    earns a small part of it."""
+    w, base = CoderRewardWeights(memory=1.0), CoderRewardWeights()
+    big = "def add_one(xs):\n    pad = bytearray(40 << 20)\n    return [x + 1 for x in xs]"
+    ref, small, large = sandbox.run_batch([(P, P.reference_solution), (P, PROGRAMS["correct"]), (P, big)])
+    assert ref.passed and small.passed and large.passed
+    small_term = coder_reward(small, w, ref) - coder_reward(small, base, ref)
+    large_term = coder_reward(large, w, ref) - coder_reward(large, base, ref)
+    assert small_term > 0.7 and 0.0 < large_term < 0.2
+    assert coder_reward(
+        small.model_copy(update={"peak_memory_mb": 0.0}), w, ref.model_copy(update={"peak_memory_mb": 0.0})
+    ) - coder_reward(small, base, ref) == pytest.approx(1.0)
+
+
 def test_planner_reward_flows_through_the_coder(sandbox):
     w = PlannerRewardWeights(guidance=0.3)
     good_plan, bad_plan = format_plan("1. Loop over xs.\n2. Add 1."), "just do it"
