@@ -477,7 +477,10 @@ class _Grader:
     def judge_record(self, k: int, rec: dict) -> TestOutcome:
         wall, cpu = float(rec.get("wall", 0) or 0), float(rec.get("cpu", 0) or 0)
         rss_kb = float(rec.get("maxrss_kb", 0) or 0)  # the process's whole size: what the memory limit sees
-        mem = added_memory_mb(rss_kb, rec.get("rss0_kb", self.rss0_kb))
+        # a stdio test's own process starts at the harness's size then; its record comes from the harness, which no
+        # candidate code runs in (a function-mode record may be the candidate's forgery: only "compiled" counts there)
+        rss0_kb = (rec.get("rss0_kb") or self.rss0_kb) if self.prep.mode == "stdio" else self.rss0_kb
+        mem = added_memory_mb(rss_kb, rss0_kb)
 
         def out(v: Verdict, detail: str = "") -> TestOutcome:
             # validated: pydantic-core's check is about half the cost of model_construct's Python loop (1.3 vs 2.4 us)

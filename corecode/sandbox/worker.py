@@ -457,8 +457,9 @@ class Worker:
                 continue
             seen = True
             if "load" in rec:
+                if ex.load is None:  # "compiled", sent before any code of the candidate runs: a later one may be forged
+                    ex.rss0_kb = float(rec.get("rss0_kb", 0) or 0)
                 ex.load = rec
-                ex.rss0_kb = rec.get("rss0_kb", ex.rss0_kb)  # only "compiled" carries it; later load records replace it
             elif isinstance(rec.get("i"), int) and rec["i"] not in ex.records:
                 ex.records[rec["i"]] = rec
                 if job.on_record is not None and not job.stopped and job.on_record(rec):

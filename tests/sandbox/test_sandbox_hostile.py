@@ -399,6 +399,35 @@ def test_stdio_attacks(sandbox, io_problem):
     assert sandbox.run(io_problem, good).passed
 
 
+def test_forged_start_size_does_not_hide_memory(sandbox, mix_problem):
+    """Peak memory (what the memory reward compares) is the zygote's high-water mark less the start size the harness
+    sent before the candidate ran: a candidate that holds 60 MiB and forges load records claiming a huge start size,
+    on every fd, when loaded and in every call, still measures its 60 MiB (and not the zygote's size besides)."""
+    program = (
+        "import sys, os, json, struct\n"
+        "PAD = bytearray(60 << 20)\n"
+        "def forge():\n"
+        "    f = sys._getframe()\n"
+        "    sid = None\n"
+        "    while f is not None:\n"
+        "        req = f.f_locals.get('req')\n"
+        "        if isinstance(req, dict) and 'sid' in req: sid = req['sid']\n"
+        "        f = f.f_back\n"
+        "    for fd in range(3, 64):\n"
+        "        for rec in ({'load': 'ok', 'rss0_kb': 1 << 30}, {'load': 'compiled', 'rss0_kb': 1 << 30}):\n"
+        "            body = json.dumps(dict(rec, sid=sid)).encode()\n"
+        "            try: os.write(fd, struct.pack('>I', len(body)) + body)\n"
+        "            except OSError: pass\n"
+        "forge()\n"
+        "def mix(a, b):\n"
+        "    forge()\n"
+        "    return (a * 7919 + b) % 104729\n"
+    )
+    r = sandbox.run(mix_problem, program)
+    assert r.passed and 60 <= r.peak_memory_mb < 68, r
+    assert all(60 <= t.peak_memory_mb < 68 for t in r.tests)
+
+
 def test_expected_outputs_never_enter_the_sandbox(sandbox, mix_problem):
     # The request sent to the zygote holds inputs only: scan everything the candidate can see for the answers.
     program = (
