@@ -41,7 +41,6 @@ Usage (one process; OMP_NUM_THREADS=1 on the 2-core box), from a clone whose dat
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import os
@@ -124,10 +123,7 @@ def group_gradients(trainer, role, samples, advantages, group_size):
 
     trainer.activate(role)
     r = trainer.roles[role]
-    loss_cfg = copy.copy(trainer.loss_cfg)
-    loss_cfg.max_completion_length = r.max_new_tokens
-    role_cfg = trainer.cfg.role_model(role)
-    loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
+    loss_cfg = trainer.role_loss_config(role)
     if loss_cfg.beta:
         raise SystemExit(f"{role}: beta must be 0 (the RL term's gradient is measured without a KL term)")
     weights = role_weights(trainer, role)
@@ -165,10 +161,7 @@ def full_gradient(trainer, role, samples, advantages):
 
     trainer.activate(role)
     r = trainer.roles[role]
-    loss_cfg = copy.copy(trainer.loss_cfg)
-    loss_cfg.max_completion_length = r.max_new_tokens
-    role_cfg = trainer.cfg.role_model(role)
-    loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
+    loss_cfg = trainer.role_loss_config(role)
     r.optimizer.zero_grad(set_to_none=True)
     policy_loss_backward(
         r.model,

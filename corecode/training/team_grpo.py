@@ -406,6 +406,15 @@ class _TwoRoleTrainer:
         with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
             return self._update(role, samples, advantages, record_old)
 
+    def role_loss_config(self, role: str):
+        """The GRPO loss settings of ``role``'s update: the trainer's, with the role's completion length, KL weight
+        and sampling temperature."""
+        loss_cfg = copy.copy(self.loss_cfg)
+        loss_cfg.max_completion_length = self.roles[role].max_new_tokens
+        role_cfg = self.cfg.role_model(role)
+        loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
+        return loss_cfg
+
     def _update(
         self, role: str, samples: list[Sample] | None, advantages: torch.Tensor | None, record_old: bool
     ) -> dict[str, float]:
@@ -430,15 +439,11 @@ class _TwoRoleTrainer:
             accumulate = schedule if schedule is not None else contextlib.nullcontext()
         with self.timer.phase(f"{role}_backward", device), accumulate:
             if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
-                loss_cfg = copy.copy(self.loss_cfg)
-                loss_cfg.max_completion_length = r.max_new_tokens
-                role_cfg = self.cfg.role_model(role)
-                loss_cfg.beta, loss_cfg.temperature = role_cfg.beta, role_cfg.temperature
                 stats = policy_loss_backward(
                     r.model,
                     samples,
                     advantages * self.cfg.rl_coef,
-                    loss_cfg,
+                    self.role_loss_config(role),
                     r.tokenizer.pad_token_id,
                     self.cfg.micro_batch_size,
                     r.ref_model,
