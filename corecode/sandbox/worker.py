@@ -126,6 +126,7 @@ class Worker:
         self.spawner = spawner
         self.index = index
         self.proc: subprocess.Popen | None = None
+        self.stderr = None  # the jail's stderr: a temporary file (_start)
         self.res_fds: list[int] = []
         self.scratch: str | None = None
         self.cgroup: MemoryCgroup | None = None
@@ -155,12 +156,15 @@ class Worker:
                 os.chown(self.scratch, drop["user"], drop["group"])
         pipes = [os.pipe() for _ in range(DEPTH)]
         cmd = zygote_command(p, _ZYGOTE_SRC, [w for _, w in pipes], self.scratch or "/tmp")
+        # The jail's own stderr (never a sample's: the harness points fds 0-2 at /dev/null) goes to a file, which
+        # never blocks or breaks it, and whose end says why a jail died (_exit_status).
+        self.stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=self.stderr,
                 pass_fds=tuple(w for _, w in pipes),
                 start_new_session=True,
                 cwd="/",
@@ -181,12 +185,11 @@ class Worker:
         if not ready or not ready.get("ready"):
             try:
                 self.proc.wait(timeout=2)
-                err = self.proc.stderr.read(4000).decode(errors="replace")
+                err = self._stderr_tail(4000)
             except subprocess.TimeoutExpired:
                 err = "no ready message within 30s"
             self._stop_process()
             raise SandboxUnavailable(f"sandbox worker {self.index} did not start ({p.isolation}): {err.strip()}")
-        self.proc.stderr.close()
         if p.cgroup:
             self.cgroup = MemoryCgroup((p.memory_limit_mb + p.scratch_size_mb + 128) * 1024 * 1024)
             for pid in [self.proc.pid, *descendants(self.proc.pid)]:
@@ -217,10 +220,11 @@ class Worker:
                 pass
             self.proc.kill()
             self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            for f in (self.proc.stdin, self.proc.stdout, self.stderr):
                 if f and not f.closed:
                     f.close()
             self.proc = None
+            self.stderr = None
         for fd in self.res_fds:
             os.close(fd)
         self.res_fds = []
@@ -235,16 +239,25 @@ class Worker:
                 time.sleep(0.01)
             self.cgroup = None
 
+    def _stderr_tail(self, limit: int) -> str:
+        """The last ``limit`` bytes the jail wrote to its stderr."""
+        if self.stderr is None:
+            return ""
+        size = self.stderr.seek(0, os.SEEK_END)
+        self.stderr.seek(max(0, size - limit))
+        return self.stderr.read().decode(errors="replace")
+
     def _exit_status(self) -> str:
-        """(I/O thread) How the jail that closed its control pipe ended, for the sample's error: its stderr is
-        closed once it is ready, so the status is what is left to tell a crash from a kill (the OOM killer, say)."""
+        """(I/O thread) How the jail that closed its control pipe ended, for the sample's error: killed by which
+        signal, or its exit status and the last line it wrote to stderr (a traceback's exception, say)."""
         try:
             code = self.proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             return "still running"
         if code < 0:
             return f"killed by {signal.Signals(-code).name}"
-        return f"exit status {code}"
+        last = [line for line in self._stderr_tail(2000).splitlines() if line.strip()][-1:]
+        return f"exit status {code}" + (f": {last[0].strip()[:200]}" if last else "")
 
     def _restart(self, head_error: str, host_timeout: bool = False) -> None:
         """(I/O thread) Kill the jail, end every held sample (the running one with ``head_error``), start anew."""

@@ -142,6 +142,21 @@ def kill_everything_else():
         time.sleep(0.001)
 
 
+def fork_when_allowed(wait_s=10.0):
+    """os.fork, waiting while RLIMIT_NPROC refuses it (EAGAIN). As root every pool's worker i runs as the same uid
+    (isolation.run_as), so another pool on the host (a second pipeline, another rank's sandbox) can hold that uid's
+    process budget for a moment: the sample waits for it instead of the zygote dying."""
+    delay, deadline = 0.001, time.monotonic() + wait_s
+    while True:
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
 def reap_all():
     while True:
         try:
@@ -378,7 +393,7 @@ def run_stdio(req, code, send, out, devnull):
         er, ew = os.pipe()
         rss0_kb = resident_kb()  # the test's process starts at this process's size
         t0 = time.perf_counter()
-        pid = os.fork()
+        pid = fork_when_allowed()
         if pid == 0:
             reseed_random(req["program"])  # each test its own draws, as when each was a fresh process
             os.close(r)
@@ -517,7 +532,7 @@ def serve():
                     ARGS_CACHE[key] = None
             req["parsed"] = ARGS_CACHE[key]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        pid = os.fork()
+        pid = fork_when_allowed()
         if pid == 0:
             try:
                 harness(req, out)

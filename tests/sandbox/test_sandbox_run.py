@@ -289,6 +289,52 @@ def test_non_strict_return_types(mix_problem):
         assert lax.run(mix_problem, program).passed  # judged on its repr, still outside the sandbox
 
 
+def test_a_dead_jail_says_why_it_died():
+    """A jail that dies on its own (here: a request missing its limits, which the zygote cannot run) leaves its last
+    stderr line in the error its sample gets: the jail's stderr goes to a file, which never breaks it."""
+    from corecode.sandbox.worker import Worker
+
+    worker = Worker(SandboxParams(workers=1, cache_dir=None), 0)
+    worker.start()
+    try:
+        worker._send({"sid": 1})
+        worker.proc.wait(timeout=30)
+        assert re.fullmatch(r"exit status 1: KeyError: 'limits'", worker._exit_status())
+    finally:
+        worker._stop_process()
+
+
+def test_zygote_waits_while_the_process_limit_refuses_a_fork():
+    """As root every pool's worker i runs as one uid, so another pool can hold that uid's RLIMIT_NPROC budget for a
+    moment: fork's EAGAIN then makes the zygote wait and try again (it died of it before), up to a limit."""
+    import ast
+    import time as time_module
+    import types
+    from pathlib import Path
+
+    import corecode.sandbox
+
+    tree = ast.parse(Path(corecode.sandbox.__file__).with_name("zygote.py").read_text())  # a script: not imported
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fork_when_allowed")
+    refusals = iter([True, True, False])
+
+    def fork():
+        if next(refusals):
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return 4242
+
+    namespace = {"os": types.SimpleNamespace(fork=fork), "time": time_module}
+    exec(compile(ast.Module([fn], []), "zygote.py", "exec"), namespace)
+    assert namespace["fork_when_allowed"]() == 4242
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    namespace["os"] = types.SimpleNamespace(fork=refused)
+    with pytest.raises(BlockingIOError):
+        namespace["fork_when_allowed"](wait_s=0.05)
+
+
 def test_isolation_none_warns(mix_problem):
     with pytest.warns(RuntimeWarning, match="debugging only"):
         with Sandbox(SandboxParams(workers=1, cache_dir=None, isolation="none")) as sb:
