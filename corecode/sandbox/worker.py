@@ -220,10 +220,12 @@ class Worker:
                 pass
             self.proc.kill()
             self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self.stderr):
+            for f in (self.proc.stdin, self.proc.stdout):
                 if f and not f.closed:
                     f.close()
             self.proc = None
+        if self.stderr is not None:  # also where Popen failed and there is no process
+            self.stderr.close()
             self.stderr = None
         for fd in self.res_fds:
             os.close(fd)
