@@ -3,8 +3,8 @@
 # of this host give when they share nothing but the host (CPU, memory, PCIe). The `pair` arrangement of
 # benchmarks/gpu_scaling.sh; set against DDP on the same 2 GPUs, it tells host contention from data-parallel cost.
 # Each process takes a DDP rank's share of the cores (LOCAL_WORLD_SIZE=2: data_parallel.take_host_share;
-# CORECODE_LOCAL_RANK picks its own cores under grpo.team.pin_cores), so the two arrangements differ only in the collectives and DDP's
-# wrapper.
+# CORECODE_LOCAL_RANK picks its own cores under grpo.team.pin_cores), so the two arrangements differ only in the
+# collectives and DDP's wrapper.
 # Arguments as benchmarks/team_timing.py's; the second process writes its log and state beside the first's (`.gpu1`).
 #   bash benchmarks/team_timing_pair.sh --params P --set grpo.team.log_path=L --set grpo.team.checkpoint_dir=D
 set -u
