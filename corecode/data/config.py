@@ -88,6 +88,24 @@ class CompositeParams(BaseModel):
         description="Length of the efficiency family's large test lists: the naive solution takes tens to hundreds "
         "of milliseconds on them, the efficient one under one.",
     )
+    efficiency_memory_frac: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the efficiency family's problems (of each split) drawn from its memory-heavy steps "
+        "(corecode/data/efficiency.py MEMORY_HEAVY: both solutions visit every pair of positions, the naive one "
+        "first builds the list of all pairs' values, tens of MiB on the large tests, at about the efficient one's "
+        "time), after the runtime-heavy ones, on their own RNG stream; 0 = none (the family as without this key, "
+        "byte for byte).",
+    )
+    efficiency_memory_large_n: int = Field(
+        1500,
+        ge=10,
+        le=5000,
+        description="Length of the large test lists of the efficiency family's memory-heavy steps (quadratic time in "
+        "both solutions): the naive solution's list of all pairs then takes tens of MiB, both run in a few hundred "
+        "milliseconds.",
+    )
     efficiency_large_tests: int = Field(
         2, ge=0, le=5, description="Large test lists per efficiency problem (none in the train split, never run)."
     )

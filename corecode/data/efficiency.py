@@ -11,6 +11,13 @@ lists of ``large_n`` numbers, on which the naive program takes tens to hundreds 
 well under one (figures in the docstring of tests/data/test_data_efficiency.py), inside the sandbox's 3 s per test.
 The naive pair count also keeps a list of every pair's test, megabytes where the efficient one keeps a dict.
 
+Memory-heavy steps (``MEMORY_HEAVY``, opt-in: ``efficiency_memory_frac`` of the family's problems, default 0): both
+bodies visit every pair of positions (quadratic time, about the same), but the naive one first builds the list of all
+pairs' values (``sum([a < b for ...])`` against ``sum(1 for ... if a < b)``): on ``efficiency_memory_large_n``
+numbers it adds 10-45 MiB to the sandbox's peak-memory measure where the efficient one adds what every reference
+does (about 2 MiB), at 1.2-1.8x its CPU time (tests/data/test_data_efficiency.py). A list only as long as the input
+does not show there: the sandbox's forks reuse the memory their zygote freed after parsing the input.
+
 SFT rows show the naive program for a share of the family (``efficiency_sft_naive_frac``, by a hash of the task id):
 human-written training code is not always the efficient kind, and a Coder that learnt both forms is where the
 runtime and memory reward terms can act. Plans do not name the algorithm, so the choice is the Coder's.
@@ -155,7 +162,68 @@ HEAVY: list[Heavy] = [
         consts=(-4, -2, 0, 1, 2, 3, 4, 6),
     ),
 ]
-HEAVY_BY_NAME = {h.step.name: h for h in HEAVY}
+# Memory-heavy steps (``efficiency_memory_frac``, default none): every pair of positions, so both bodies take
+# quadratic time, but the naive one first builds the list of all pairs' values (megabytes on the large tests) where
+# the efficient one counts or keeps the best as it goes. A list as long as the input would not show: the sandbox's
+# forks reuse the memory their zygote freed after parsing the input, about as much again.
+MEMORY_HEAVY: list[Heavy] = [
+    _heavy(
+        "rising_pairs",
+        "int",
+        "Count the pairs of positions i < j where the number at j is larger than the number at i.",
+        [
+            "count the pairs of positions i < j whose later number is the larger",
+            "count the index pairs i < j with a bigger value at j than at i",
+            "find how many pairs of entries increase from the first to the second",
+        ],
+        [
+            "the number of pairs i < j in {x} with a larger value at j",
+            "how many index pairs of {x} go up from the first to the second",
+            "the count of increasing pairs of positions in {x}",
+        ],
+        ["sum(1 for i in range(len({v})) for j in range(i + 1, len({v})) if {v}[i] < {v}[j])"],
+        ["sum([{v}[i] < {v}[j] for i in range(len({v})) for j in range(i + 1, len({v}))])"],
+    ),
+    _heavy(
+        "close_pairs",
+        "int",
+        "Count the pairs of positions i < j whose numbers differ by at most {k}.",
+        [
+            "count the pairs of positions whose numbers differ by at most {k}",
+            "count the index pairs i < j at distance {k} or less in value",
+            "find how many pairs of entries are within {k} of each other",
+        ],
+        [
+            "the number of pairs in {x} differing by at most {k}",
+            "how many index pairs of {x} are within {k} in value",
+            "the count of pairs of {x} no more than {k} apart",
+        ],
+        ["sum(1 for i in range(len({v})) for j in range(i + 1, len({v})) if abs({v}[i] - {v}[j]) <= {k})"],
+        [
+            "gaps = [abs({v}[i] - {v}[j]) for i in range(len({v})) for j in range(i + 1, len({v}))]",
+            "sum(1 for g in gaps if g <= {k})",
+        ],
+        consts=(0, 1, 2, 3, 5, 10),
+    ),
+    _heavy(
+        "pair_product_sum",
+        "int",
+        "Add up the products of the numbers of all pairs of positions i < j.",
+        [
+            "add up the products of all pairs of positions i < j",
+            "sum the product of every pair of entries",
+            "find the total of the pairwise products",
+        ],
+        [
+            "the sum of the products of all pairs of {x}",
+            "the total of the pairwise products of {x}",
+            "the products of every two entries of {x}, added up",
+        ],
+        ["sum({v}[i] * {v}[j] for i in range(len({v})) for j in range(i + 1, len({v})))"],
+        ["products = [{v}[i] * {v}[j] for i in range(len({v})) for j in range(i + 1, len({v}))]", "sum(products)"],
+    ),
+]
+HEAVY_BY_NAME = {h.step.name: h for h in HEAVY + MEMORY_HEAVY}
 
 
 def _fill(line: str, var: str, const: object) -> str:
@@ -183,9 +251,10 @@ def render_code(chain: Chain, entry_point: str, naive: bool = False) -> str:
     return "\n".join([header] + ["    " + b for b in body]) + "\n"
 
 
-def sample_chain(rng: random.Random) -> Chain:
-    """A heavy step with its constant, after zero, one or two distinct pre steps (probabilities 0.3, 0.4, 0.3)."""
-    heavy = rng.choice(HEAVY)
+def sample_chain(rng: random.Random, heavies: list[Heavy] = HEAVY) -> Chain:
+    """A heavy step of ``heavies`` (the runtime-heavy ones unless told) with its constant, after zero, one or two
+    distinct pre steps (probabilities 0.3, 0.4, 0.3)."""
+    heavy = rng.choice(heavies)
     names = rng.sample(INJECTIVE_PRE if heavy.distinct_large else PRE_STEPS, rng.choices((0, 1, 2), (3, 4, 3))[0])
     items = [ChainItem(STEP_BY_NAME[name], rng.choice(STEP_BY_NAME[name].consts or (None,))) for name in names]
     items.append(ChainItem(heavy.step, rng.choice(heavy.step.consts) if heavy.step.consts else None))
@@ -232,7 +301,8 @@ def make_problem(chain: Chain, rng: random.Random, cfg: CompositeParams, task_id
     if len({repr(o) for o in outputs}) < need or run_gold(naive, cfg.entry_point, small) != outputs:
         return None
     heavy = HEAVY_BY_NAME[chain.items[-1].step.name]
-    large = large_inputs(rng, heavy, cfg.efficiency_large_n, cfg.efficiency_large_tests) if split != "train" else []
+    large_n = cfg.efficiency_memory_large_n if heavy in MEMORY_HEAVY else cfg.efficiency_large_n
+    large = large_inputs(rng, heavy, large_n, cfg.efficiency_large_tests) if split != "train" else []
     inputs = small + large
     outputs += run_gold(code, cfg.entry_point, large)
     candidates = sorted((i for i, a in enumerate(small) if len(a[0]) > 2), key=lambda i: len(repr(small[i])))
@@ -260,16 +330,28 @@ EXHAUSTED_AFTER = 50_000
 
 
 def generate(split: str, n: int, start: int, cfg: CompositeParams, seed: int) -> list[tuple[Chain, Problem]]:
-    """Up to ``n`` family problems of ``split`` with their chains, on their own RNG stream, task ids from ``start``;
-    only chains of the split's share of the family's space (``_split_of``). Fewer than ``n`` when that share runs
-    out (``EXHAUSTED_AFTER`` draws in a row without a new problem): the caller fills the split with other problems."""
-    rng = random.Random(f"{seed}:composite:{split}:{TAG}")
+    """Up to ``n`` family problems of ``split`` with their chains, task ids from ``start``: the runtime-heavy ones
+    (``HEAVY``), then ``round(efficiency_memory_frac * n)`` memory-heavy ones (``MEMORY_HEAVY``), each kind on its own
+    RNG stream (with the share at 0 the memory stream is never drawn from). Only chains of the split's share of the
+    family's space (``_split_of``). Fewer than asked when a kind's share runs out (``EXHAUSTED_AFTER`` draws in a
+    row without a new problem): the caller fills the split with other problems."""
+    n_memory = round(cfg.efficiency_memory_frac * n)
+    out = _generate_kind(HEAVY, "", split, n - n_memory, start, cfg, seed)
+    if n_memory:
+        out += _generate_kind(MEMORY_HEAVY, ":memory", split, n_memory, start + len(out), cfg, seed)
+    return out
+
+
+def _generate_kind(
+    heavies: list[Heavy], stream: str, split: str, n: int, start: int, cfg: CompositeParams, seed: int
+) -> list[tuple[Chain, Problem]]:
+    rng = random.Random(f"{seed}:composite:{split}:{TAG}{stream}")
     out: list[tuple[Chain, Problem]] = []
     seen: set[tuple] = set()
     fruitless = 0
     while len(out) < n and fruitless < EXHAUSTED_AFTER:
         fruitless += 1
-        chain = sample_chain(rng)
+        chain = sample_chain(rng, heavies)
         if chain.signature() in seen or _split_of(chain, seed) != split:
             continue
         prob = make_problem(chain, rng, cfg, f"composite/{split}/{start + len(out)}", split)
