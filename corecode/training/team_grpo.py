@@ -238,7 +238,13 @@ class _TwoRoleTrainer:
             elif self.fsdp:  # LoRA: the base (already bf16) and the fp32 adapter as they are
                 self.samplers[name] = copy.deepcopy(model).to(dev or self.acc.device).eval().requires_grad_(False)
             self.devices[name] = torch.device(dev) if dev is not None else self.acc.device
-            opt = torch.optim.AdamW(train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay)
+            # On a GPU the fused AdamW: the update's arithmetic in one kernel per chunk of tensors, where the default
+            # (foreach) launches one per arithmetic step; launches are what a host slows when several GPUs train at
+            # once (docs/gpu.md, "Several GPUs").
+            fused = self.devices[name].type == "cuda"
+            opt = torch.optim.AdamW(
+                train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay, fused=fused or None
+            )
             sch = get_scheduler(
                 params.lr_scheduler_type,
                 opt,

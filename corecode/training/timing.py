@@ -52,22 +52,24 @@ class PhaseTimer:
             yield
             return
         dev = torch.device(device) if device is not None else None
-        if dev is not None and dev.type == "cuda":
-            stream = torch.cuda.current_stream(dev)
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record(stream)
-            try:
-                yield
-            finally:
-                end.record(stream)
-                self._events.append((name, begin, end))
-                self._devices.add(dev)
-        else:
-            t = time.perf_counter()
-            try:
-                yield
-            finally:
-                self._host[name] = self._host.get(name, 0.0) + time.perf_counter() - t
+        # also a named range for torch.profiler (benchmarks/step_profile.py reads it; about a microsecond otherwise)
+        with torch.profiler.record_function(f"phase/{name}"):
+            if dev is not None and dev.type == "cuda":
+                stream = torch.cuda.current_stream(dev)
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record(stream)
+                try:
+                    yield
+                finally:
+                    end.record(stream)
+                    self._events.append((name, begin, end))
+                    self._devices.add(dev)
+            else:
+                t = time.perf_counter()
+                try:
+                    yield
+                finally:
+                    self._host[name] = self._host.get(name, 0.0) + time.perf_counter() - t
 
     def timed(self, name: str, items: Iterable, device: torch.device | str | None = None) -> Iterator:
         """Yield from ``items`` with the time spent producing each item counted in phase ``name`` (a generator of

@@ -234,3 +234,19 @@ def test_fixed_shape_loop_gives_the_eager_loops_samples():
         assert torch.equal(runs[0], runs[1])
     finished = (runs[0] == 0).any(1)
     assert finished.any() and not finished.all()  # rows finished at different steps (the eager loop compacted)
+
+
+def test_fixed_shape_loop_returns_the_eager_loops_width_when_every_row_finishes_early():
+    # The fixed-shape loop looks at the finished rows only every few steps and runs on past the step where the last
+    # row finished; what it returns is still cut where the eager loop stopped (here long before max_new).
+    model = _model("qwen2")
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(3, 97, (3, 5), generator=g)
+    mask = torch.ones_like(ids)
+    eos = set(range(3, 70))  # most of the vocabulary: every row ends within a few tokens
+    runs = [
+        LeanDecoder(model, graphs=graphs).run(ids, mask, 40, 0, eos, 1.5, 1.0, row_seeds=[5, 6, 7])
+        for graphs in (False, True)
+    ]
+    assert runs[0].shape[1] < 8  # finished before the fixed loop's first look
+    assert torch.equal(runs[0], runs[1])

@@ -79,6 +79,17 @@ def test_phase_timer_counts_phases_of_a_step_only():
     assert timer.finish() == {}
 
 
+def test_phase_is_a_profiler_range_within_a_step():
+    # benchmarks/step_profile.py finds a step's phases in the profiler's trace by these names
+    timer = PhaseTimer()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        timer.start()
+        with timer.phase("coder_backward"):
+            torch.ones(4).sum()
+        timer.finish()
+    assert [e.name for e in prof.events() if e.name.startswith("phase/")] == ["phase/coder_backward"]
+
+
 def test_one_process_step_logs_every_phase_per_rank(team_dir, tmp_path):
     import mlflow
 
