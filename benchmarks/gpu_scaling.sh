@@ -9,6 +9,9 @@
 # checkpoints, no final save (benchmarks/team_timing.py).
 #   R=/tmp/scaling bash benchmarks/gpu_scaling.sh          # every shape and arrangement; 2 GPUs (and 4 where 4 are seen)
 #   SHAPES=gpudev ARRANGEMENTS="ddp fsdp" NGPUS="2 4" STEPS=20 R=/tmp/scaling bash benchmarks/gpu_scaling.sh
+# SETS="KEY=VALUE ..." adds settings to every run of every shape (e.g. grpo.team.micro_batch_size=16
+# grpo.team.gradient_checkpointing=false: fewer, larger kernels; docs/gpu.md "Reading the phase timings"); use a fresh
+# R and RESUME=0, or another machine, since runs.tsv keys runs by shape and arrangement only.
 # REPEATS=N runs every run N times, the 1-GPU run and the arrangements in turn, each arrangement's ratio against its
 # own round's 1-GPU run; the summary then gives the ratios' median and range over the rounds (one 20-step run per
 # arrangement moved by 0.2-0.3 between two hosts of one kind: docs/benchmarks.md).
@@ -58,6 +61,7 @@ COMMON=(--set grpo.team.max_steps=$STEPS --set grpo.team.eval_steps=0 --set grpo
   --set grpo.team.save_steps=100000 --set grpo.team.resume=false --set "grpo.team.frozen_roles=[]"
   --set grpo.team.skip_zero_advantage=false --set grpo.team.fixed_length=true --set grpo.team.ptx_coef=0
   --set tracking.enabled=false --set sandbox.workers=14 --set "sandbox.python=$(command -v python3)")
+for kv in ${SETS:-}; do COMMON+=(--set "$kv"); done  # e.g. SETS="grpo.team.micro_batch_size=16"
 P=data/params.scaling-gpudev.yaml
 $CLI profile apply gpu-dev -o $P "${COMMON[@]}" >>"$R/log" 2>&1
 pick_isolation || echo "no sandbox isolation passed its self-test" >>"$R/steps.tsv"
