@@ -5,7 +5,7 @@ Measured here (2-core VM, shared, 2026-11-27; 20 test problems, large lists of 2
 programs' samples took 3-37 ms (fork, load, 10 tests), the naive ones 20-353 ms; peak memory 15-17 MB against
 17-33 MB (the naive pair count's list of pair tests).
 
-The memory-heavy steps (``efficiency_memory_frac``; 2026-11-28, same VM, two training processes beside it; dev-split
+The memory-heavy steps (``efficiency_memory_frac``; 2026-11-28, same VM, a pytest run beside it; dev-split
 problems, 4 a step, large lists of 1500 numbers, each program 3 times in one pool, medians (range)): CPU time of the
 sample (10 tests) reference / naive, naive's ratio to it; added peak memory reference / naive:
 
