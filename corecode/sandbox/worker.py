@@ -242,12 +242,13 @@ class Worker:
             self.cgroup = None
 
     def _stderr_tail(self, limit: int) -> str:
-        """The last ``limit`` bytes the jail wrote to its stderr."""
+        """The last ``limit`` bytes the jail wrote to its stderr. Read at an offset (pread): the file's position is
+        shared with the jail's processes, which may still be writing, so it is left where they write."""
         if self.stderr is None:
             return ""
-        size = self.stderr.seek(0, os.SEEK_END)
-        self.stderr.seek(max(0, size - limit))
-        return self.stderr.read().decode(errors="replace")
+        fd = self.stderr.fileno()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, max(0, size - limit)).decode(errors="replace")
 
     def _exit_status(self) -> str:
         """(I/O thread) How the jail that closed its control pipe ended, for the sample's error: killed by which
