@@ -162,10 +162,7 @@ HEAVY: list[Heavy] = [
         consts=(-4, -2, 0, 1, 2, 3, 4, 6),
     ),
 ]
-# Memory-heavy steps (``efficiency_memory_frac``, default none): every pair of positions, so both bodies take
-# quadratic time, but the naive one first builds the list of all pairs' values (megabytes on the large tests) where
-# the efficient one counts or keeps the best as it goes. A list as long as the input would not show: the sandbox's
-# forks reuse the memory their zygote freed after parsing the input, about as much again.
+# Memory-heavy steps (``efficiency_memory_frac``, default none; why pairs, the module docstring).
 MEMORY_HEAVY: list[Heavy] = [
     _heavy(
         "rising_pairs",

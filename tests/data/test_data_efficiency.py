@@ -102,11 +102,11 @@ def test_sft_rows_show_the_naive_program_for_the_share():
     assert all(p.reference_solution.split("\n", 1)[1] in sft_rows(p, "prov")["coder"]["completion"] for p in family)
 
 
-def test_naive_is_measurably_slower_in_the_sandbox():
+def _reference_and_naive_results(family):
+    """Both solutions of every problem of ``family`` run in one real sandbox, each checked to pass every test."""
     from corecode.sandbox.isolation import SandboxUnavailable
     from corecode.sandbox.sandbox import Sandbox
 
-    family = [p for p in generate_composite(_cfg(n_train=10, n_dev=0, n_rl=0), seed=1)["test"] if TAG in p.tags]
     try:
         with Sandbox() as sb:
             fast = sb.run_batch([(p, p.reference_solution) for p in family])
@@ -114,6 +114,12 @@ def test_naive_is_measurably_slower_in_the_sandbox():
     except SandboxUnavailable as e:
         pytest.skip(f"sandbox unavailable here: {e}")
     assert all(r.passed for r in fast + slow), [(r.task_id, r.detail) for r in fast + slow if not r.passed]
+    return fast, slow
+
+
+def test_naive_is_measurably_slower_in_the_sandbox():
+    family = [p for p in generate_composite(_cfg(n_train=10, n_dev=0, n_rl=0), seed=1)["test"] if TAG in p.tags]
+    fast, slow = _reference_and_naive_results(family)
     ratios = [s.cpu_time_s / f.cpu_time_s for f, s in zip(fast, slow)]  # as corecode.evaluation.runtime
     assert statistics.median(ratios) > 2.0, ratios
 
@@ -144,18 +150,9 @@ def test_memory_steps_naive_holds_more_memory_in_the_sandbox():
     """The memory-heavy steps' naive programs add tens of MiB to the sandbox's peak-memory measure on the large tests
     (the list of every pair's value), the efficient ones about nothing more than the references of the other
     problems, at a CPU time within about 2x (docstring of this module)."""
-    from corecode.sandbox.isolation import SandboxUnavailable
-    from corecode.sandbox.sandbox import Sandbox
-
     made = generate("dev", 30, 0, _cfg(efficiency_memory_frac=1.0), seed=0)
     family = [next(p for c, p in made if c.items[-1].step.name == h.step.name) for h in MEMORY_HEAVY]
-    try:
-        with Sandbox() as sb:
-            fast = sb.run_batch([(p, p.reference_solution) for p in family])
-            slow = sb.run_batch([(p, p.naive_solution) for p in family])
-    except SandboxUnavailable as e:
-        pytest.skip(f"sandbox unavailable here: {e}")
-    assert all(r.passed for r in fast + slow), [(r.task_id, r.detail) for r in fast + slow if not r.passed]
+    fast, slow = _reference_and_naive_results(family)
     for f, s in zip(fast, slow):
         assert f.peak_memory_mb < 5 and s.peak_memory_mb > f.peak_memory_mb + 6, (f.peak_memory_mb, s.peak_memory_mb)
     ratios = [s.cpu_time_s / f.cpu_time_s for f, s in zip(fast, slow)]
