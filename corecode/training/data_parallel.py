@@ -1,13 +1,17 @@
 """Data parallelism of the two-role GRPO trainers under accelerate (DDP, FSDP2): one gradient all-reduce per update,
 zero-advantage sequences skipped on every rank, and each rank's share of the host's cores (docs/gpu.md).
 
-Why the DDP gradient all-reduce is called here and not left to DDP's reducer: DDP all-reduces inside every backward
-pass, so an update of k micro-batches paid k all-reduces of the whole gradient, and it needs every rank to run the same
-number of backward passes, which skipping zero-advantage sequences (a different number on each rank) breaks. The
-trainer accumulates an update's micro-batches under DDP's ``no_sync`` and calls :func:`all_reduce_gradients` once;
-DDP has no call that reduces accumulated gradients on demand. DDP stays the wrapper (it broadcasts the initial weights
-and accelerate expects it); its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's
-Accelerator sets it), or ranks that run different numbers of forward passes would pair mismatched broadcasts.
+DDP: one gradient all-reduce per update. DDP's reducer all-reduces inside every backward pass, so an update of k
+micro-batches would pay k all-reduces of the whole gradient; and every rank must run the same number of backward passes,
+which skipping zero-advantage sequences (a different number on each rank) breaks. With one model per role the trainer
+agrees the number of passes (:func:`agree_max`; a rank with fewer runs zero-weighted ones) and runs all but the last
+under DDP's ``no_sync`` (:class:`DDPAccumulation`), so the reducer all-reduces the accumulated gradient once, overlapped
+with the last backward (``grpo.<trainer>.overlap_allreduce``, the default). Otherwise (that setting off, or one base
+with an adapter per role, whose wrapper's other adapter gets no gradient in a role's update) every pass runs under
+``no_sync`` and :func:`all_reduce_gradients` reduces once after the backward; DDP has no call that reduces accumulated
+gradients on demand. DDP stays the wrapper either way (it broadcasts the initial weights and accelerate expects it);
+its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's Accelerator sets it), or ranks
+that run different numbers of forward passes would pair mismatched broadcasts.
 FSDP2 shards reduce-scatter inside backward (the gradients never exist whole), so there every rank runs the same number
 of micro-batches: :func:`agree_max` gives the count, and a rank with fewer runs zero-weighted ones. By default each
 micro-batch's backward reduce-scatters (and, unless ``reshard_after_forward`` is false, all-gathers again);
@@ -145,19 +149,19 @@ def agree_max(value: int, device: torch.device) -> int:
     return int(t.item())
 
 
-class FSDPAccumulation:
-    """One reduce-scatter per update on an FSDP2 model: every backward pass but the update's last runs with gradient
-    sync and reshard-after-backward off (torch's ``FSDPModule.set_requires_gradient_sync`` and
-    ``set_reshard_after_backward``), so gradients accumulate unsharded on each rank and the gathered weights stay for
-    the next micro-batch; the last turns both on, and FSDP2 reduce-scatters the accumulated gradient with it. Costs the
-    memory of the unsharded gradient (and weights) of the trained parameters for the update.
+class AccumulationSchedule:
+    """Gradient sync in only the last backward pass of an update: every pass but the last runs with the wrapper's
+    sync off, so gradients accumulate locally, and the last turns it on, so the wrapper's collective reduces the
+    accumulated gradient inside that backward (overlapped with it). Subclasses name the switch.
 
     The last pass must be known before it runs, so the update declares its passes: ``passes`` at construction (the
     ptx micro-batch), plus what :meth:`expect` adds (``policy_loss_backward``'s agreed micro-batches: wrap its
-    ``agree``). Every rank runs the same passes, so every rank's last is the same. ``backward`` replaces the trainer's
-    callable; used as a context manager, leaving restores both settings (an update of 0 or 1 passes never changes
-    them) and checks that every declared pass ran. Hand-written: torch has the two switches but no schedule over them,
-    and accelerate's ``accumulate`` needs the step count up front as a fixed ``gradient_accumulation_steps``."""
+    ``agree``). Every rank runs the same passes, so every rank's last is the same. The switch is set for the next pass
+    before its forward (DDP decides in the forward whether the backward reduces) and again before its backward.
+    ``backward`` replaces the trainer's callable; used as a context manager, entering sets the switch for the first
+    pass, leaving turns sync back on and checks that every declared pass ran. Hand-written: torch has the switches but
+    no schedule over them, and accelerate's ``accumulate`` needs the step count up front as a fixed
+    ``gradient_accumulation_steps``."""
 
     def __init__(self, model, backward: Callable[[torch.Tensor], None], passes: int = 0):
         self.model, self._backward = model, backward
@@ -166,26 +170,55 @@ class FSDPAccumulation:
     def expect(self, passes: int) -> int:
         """Declare ``passes`` more backward passes of this update; returns ``passes``."""
         self.passes += passes
+        self._next()
         return passes
 
     def backward(self, loss: torch.Tensor) -> None:
         if self.done >= self.passes:
-            raise RuntimeError(f"FSDPAccumulation: backward pass {self.done + 1} of an update of {self.passes}")
-        self._sync(self.done == self.passes - 1)
+            raise RuntimeError(f"{type(self).__name__}: backward pass {self.done + 1} of an update of {self.passes}")
+        self._next()
         self._backward(loss)
         self.done += 1
+        self._next()
+
+    def _next(self) -> None:
+        """Set the switch for the pass about to run: sync only in the update's last."""
+        self._sync(self.done == self.passes - 1)
 
     def _sync(self, on: bool) -> None:
-        self.model.set_requires_gradient_sync(on)
-        self.model.set_reshard_after_backward(on)
+        raise NotImplementedError
 
-    def __enter__(self) -> FSDPAccumulation:
+    def __enter__(self) -> AccumulationSchedule:
+        self._next()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._sync(True)
         if exc_type is None and self.done != self.passes:
-            raise RuntimeError(f"FSDPAccumulation: {self.done} backward passes of an update of {self.passes}")
+            raise RuntimeError(f"{type(self).__name__}: {self.done} backward passes of an update of {self.passes}")
+
+
+class FSDPAccumulation(AccumulationSchedule):
+    """One reduce-scatter per update on an FSDP2 model: every backward pass but the update's last runs with gradient
+    sync and reshard-after-backward off (torch's ``FSDPModule.set_requires_gradient_sync`` and
+    ``set_reshard_after_backward``), so gradients accumulate unsharded on each rank and the gathered weights stay for
+    the next micro-batch; the last turns both on, and FSDP2 reduce-scatters the accumulated gradient with it. Costs the
+    memory of the unsharded gradient (and weights) of the trained parameters for the update."""
+
+    def _sync(self, on: bool) -> None:
+        self.model.set_requires_gradient_sync(on)
+        self.model.set_reshard_after_backward(on)
+
+
+class DDPAccumulation(AccumulationSchedule):
+    """One all-reduce per update on a DDP model, overlapped with the update's last backward: every pass but the last
+    runs as under DDP's ``no_sync`` (``require_backward_grad_sync`` off, the flag ``no_sync`` sets), the last with
+    DDP's reducer on, which all-reduces the accumulated gradient bucket by bucket while the backward goes on. Needs a
+    wrapper whose every trainable parameter gets a gradient in the last pass (one model per role: with a shared base
+    the other role's adapter gets none, and :func:`all_reduce_gradients` after the backward is used instead)."""
+
+    def _sync(self, on: bool) -> None:
+        self.model.require_backward_grad_sync = on
 
 
 def local_processes() -> int:

@@ -48,6 +48,7 @@ from corecode.training.checkpointing import (
     save_checkpoint,
 )
 from corecode.training.data_parallel import (
+    DDPAccumulation,
     FSDPAccumulation,
     agree_max,
     all_reduce_gradients,
@@ -428,21 +429,27 @@ class _TwoRoleTrainer:
         r = self.roles[role]
         device = self.devices[role]
         stats: dict[str, float] = {}
-        # DDP: accumulate every backward of the update locally, then all-reduce once; FSDP2 with fsdp_accumulate:
-        # accumulate unsharded, reduce-scatter in the update's last backward (corecode.training.data_parallel)
+        # DDP: accumulate every backward of the update locally and all-reduce once, inside the last backward where
+        # each role has its own wrapper (overlap_allreduce), else after it; FSDP2 with fsdp_accumulate: accumulate
+        # unsharded, reduce-scatter in the update's last backward (corecode.training.data_parallel)
+        ptx_passes = int(role in self.ptx_rows)
         schedule = None
-        if self.fsdp and self.cfg.fsdp_accumulate:  # backward passes: the ptx one, plus the agreed micro-batches
-            schedule = FSDPAccumulation(r.model, self.acc.backward, int(role in self.ptx_rows))
+        if self.fsdp and self.cfg.fsdp_accumulate:
+            schedule = FSDPAccumulation(r.model, self.acc.backward, ptx_passes)
+        elif self.ddp and self.cfg.overlap_allreduce and self.shared is None:
+            schedule = DDPAccumulation(r.model, self.acc.backward, ptx_passes)
         backward = schedule.backward if schedule is not None else self.acc.backward
 
         def agree(count: int) -> int:
             runs = agree_max(count, self.acc.device)
             return schedule.expect(runs) if schedule is not None else runs
 
-        if self.ddp:
-            accumulate = getattr(r.model, "no_sync", contextlib.nullcontext)()
+        if schedule is not None:
+            accumulate = schedule
+        elif self.ddp:
+            accumulate = r.model.no_sync()
         else:
-            accumulate = schedule if schedule is not None else contextlib.nullcontext()
+            accumulate = contextlib.nullcontext()
         with self.timer.phase(f"{role}_backward", device), accumulate:
             if samples is not None:  # None: the ptx-only control (rl_coef 0), whose update is the ptx term alone
                 stats = policy_loss_backward(
@@ -456,11 +463,11 @@ class _TwoRoleTrainer:
                     backward=backward,
                     skip_zero_advantage=self.cfg.skip_zero_advantage,
                     record_old=record_old,
-                    agree=agree if self.fsdp else None,
+                    agree=agree if self.fsdp or schedule is not None else None,
                 )
             if role in self.ptx_rows:
                 stats["ptx_loss"] = self.ptx_backward(role, backward)
-        if self.ddp:
+        if self.ddp and schedule is None:
             with self.timer.phase(f"{role}_allreduce", device):
                 all_reduce_gradients([w for group in r.optimizer.param_groups for w in group["params"]])
         with self.timer.phase(f"{role}_optimizer", device):

@@ -267,10 +267,16 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shared", [False, True], ids=["two-models", "shared-base"])
-def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared):
-    """Separate role models, or one base with a LoRA adapter per role (one DDP wrapper for both adapters)."""
+@pytest.mark.parametrize(
+    "shared, overlap",
+    [(False, True), (False, False), (True, True)],
+    ids=["two-models", "two-models-reduce-after", "shared-base"],
+)
+def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared, overlap):
+    """Separate role models (the all-reduce inside the last backward, or after it), or one base with a LoRA adapter
+    per role (one DDP wrapper for both adapters: after the backward, whatever overlap_allreduce says)."""
     team = team_params(
+        overlap_allreduce=overlap,
         lora_r=4 if shared else None,
         shared_base=shared,
         planner_model=str(team_dir[1] if shared else team_dir[0]),
@@ -308,8 +314,11 @@ def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_
     for row in log:
         times = _check_rank_times(row, 2)
         for r in (0, 1):
-            assert times[r]["coder_allreduce"] > 0 and times[r]["planner_allreduce"] > 0
-            assert times[r]["coder_generation"] > 0
+            if overlap and not shared:  # reduced inside <role>_backward: no phase of its own
+                assert times[r]["coder_allreduce"] == 0 and times[r]["planner_allreduce"] == 0
+            else:
+                assert times[r]["coder_allreduce"] > 0 and times[r]["planner_allreduce"] > 0
+            assert times[r]["coder_generation"] > 0 and times[r]["coder_backward"] > 0
 
 
 FSDP_SCRIPT = """
