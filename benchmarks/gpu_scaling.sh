@@ -38,8 +38,8 @@
 #   pair (2 GPUs only: two independent one-GPU runs at once, benchmarks/team_timing_pair.sh; its throughput is both
 #   processes', its phase rows GPU 0's as rank 0 and GPU 1's as rank 1: what the host allows two GPUs without any
 #   collective, the ceiling against which DDP's cost shows, and whether one GPU is slower than the other).
-#   ddp_after: ddp with grpo.team.overlap_allreduce false (the gradient all-reduced after an update's backward, not
-#   inside its last pass: the <role>_allreduce phase).
+#   ddp_overlap: ddp with grpo.team.overlap_allreduce true (the gradient all-reduced by DDP's reducer inside an
+#   update's last backward pass, not after the backward: no <role>_allreduce phase).
 #   ddp_pin, pair_pin: ddp and pair with grpo.team.pin_cores (each process and its sandbox workers on their own cores).
 # Leaves under $R, copied to $OUT when set: scaling.md (the tables), scaling.json, steps.tsv (wall and peak GPU memory
 # per run), env.txt, log.txt (every command's output) and logs.tgz (runs.tsv, per-step logs, params files).
@@ -151,14 +151,14 @@ for shape in $SHAPES; do
             --set grpo.team.fsdp_accumulate=true ;;
           split) [ "$n" = 2 ] && run $shape split 2 $((2 * PROGS)) $TIMING --set grpo.team.planner_device=cuda:0 \
             --set grpo.team.coder_device=cuda:1 --set grpo.team.problems_per_step=$((2 * PPS)) ;;
-          ddp_after) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/ddp.yaml \
-            --num_processes $n benchmarks/team_timing.py --set grpo.team.overlap_allreduce=false ;;
+          ddp_overlap) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/ddp.yaml \
+            --num_processes $n benchmarks/team_timing.py --set grpo.team.overlap_allreduce=true ;;
           ddp_pin) run $shape $arr $n $((n * PROGS)) $LAUNCH --config_file configs/accelerate/ddp.yaml \
             --num_processes $n benchmarks/team_timing.py --set grpo.team.pin_cores=true ;;
           pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
           pair_pin) [ "$n" = 2 ] && run $shape pair_pin 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh \
             --set grpo.team.pin_cores=true ;;
-          *) [ "$REP" = 1 ] && echo "unknown arrangement $arr (ddp, ddp_after, ddp_pin, pair, pair_pin, fsdp, fsdp_keep," \
+          *) [ "$REP" = 1 ] && echo "unknown arrangement $arr (ddp, ddp_overlap, ddp_pin, pair, pair_pin, fsdp, fsdp_keep," \
             "fsdp_accum, split)" >>"$R/steps.tsv" ;;
         esac
       done

@@ -3,15 +3,17 @@ zero-advantage sequences skipped on every rank, and each rank's share of the hos
 
 DDP: one gradient all-reduce per update. DDP's reducer all-reduces inside every backward pass, so an update of k
 micro-batches would pay k all-reduces of the whole gradient; and every rank must run the same number of backward passes,
-which skipping zero-advantage sequences (a different number on each rank) breaks. With one model per role the trainer
-agrees the number of passes (:func:`agree_max`; a rank with fewer runs zero-weighted ones) and runs all but the last
-under DDP's ``no_sync`` (:class:`DDPAccumulation`), so the reducer all-reduces the accumulated gradient once, overlapped
-with the last backward (``grpo.<trainer>.overlap_allreduce``, the default). Otherwise (that setting off, or one base
-with an adapter per role, whose wrapper's other adapter gets no gradient in a role's update) every pass runs under
-``no_sync`` and :func:`all_reduce_gradients` reduces once after the backward; DDP has no call that reduces accumulated
-gradients on demand. DDP stays the wrapper either way (it broadcasts the initial weights and accelerate expects it);
-its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's Accelerator sets it), or ranks
-that run different numbers of forward passes would pair mismatched broadcasts.
+which skipping zero-advantage sequences (a different number on each rank) breaks. So the trainer accumulates an
+update's passes under DDP's ``no_sync`` and calls :func:`all_reduce_gradients` once after the backward (DDP has no call
+that reduces accumulated gradients on demand). With one model per role, ``grpo.<trainer>.overlap_allreduce`` instead
+agrees the number of passes (:func:`agree_max`; a rank with fewer runs zero-weighted ones) and runs only the last with
+DDP's reducer on (:class:`DDPAccumulation`), which all-reduces the accumulated gradient while that backward goes on;
+not the default, since at the 1.5B shape the overlapped backward took longer than the two one after the other
+(docs/gpu.md).
+With one base and an adapter per role, the wrapper's other adapter gets no gradient in a role's update, so that case
+always reduces after the backward. DDP stays the wrapper either way (it broadcasts the initial weights and accelerate
+expects it); its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's Accelerator sets
+it), or ranks that run different numbers of forward passes would pair mismatched broadcasts.
 FSDP2 shards reduce-scatter inside backward (the gradients never exist whole), so there every rank runs the same number
 of micro-batches: :func:`agree_max` gives the count, and a rank with fewer runs zero-weighted ones. By default each
 micro-batch's backward reduce-scatters (and, unless ``reshard_after_forward`` is false, all-gathers again);

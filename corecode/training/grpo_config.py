@@ -127,12 +127,14 @@ class TwoRoleGRPOParams(BaseModel):
         "the update. Faster where that memory fits (docs/gpu.md); false by default, since FSDP2 is chosen for memory.",
     )
     overlap_allreduce: bool = Field(
-        True,
+        False,
         description="Under DDP with one model per role (no effect otherwise, nor with shared_base): all-reduce an "
         "update's accumulated gradient inside its last backward pass, through DDP's reducer, bucket by bucket while "
         "the backward goes on (data_parallel.DDPAccumulation); every rank then runs the same number of micro-batches "
-        "(a rank with fewer runs zero-weighted ones). false: accumulate every pass under no_sync and all-reduce once "
-        "after the backward (data_parallel.all_reduce_gradients; the timing's <role>_allreduce phase).",
+        "(a rank with fewer runs zero-weighted ones). Off by default: at the 1.5B shape the overlapped backward took "
+        "longer than backward and all-reduce one after the other (docs/gpu.md). false: accumulate every pass under "
+        "no_sync and all-reduce once after the backward (data_parallel.all_reduce_gradients; the timing's "
+        "<role>_allreduce phase).",
     )
     pin_cores: bool = Field(
         False,

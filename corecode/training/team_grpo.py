@@ -429,8 +429,8 @@ class _TwoRoleTrainer:
         r = self.roles[role]
         device = self.devices[role]
         stats: dict[str, float] = {}
-        # DDP: accumulate every backward of the update locally and all-reduce once, inside the last backward where
-        # each role has its own wrapper (overlap_allreduce), else after it; FSDP2 with fsdp_accumulate: accumulate
+        # DDP: accumulate every backward of the update locally and all-reduce once, after the backward (or, with
+        # overlap_allreduce and a wrapper per role, inside its last pass); FSDP2 with fsdp_accumulate: accumulate
         # unsharded, reduce-scatter in the update's last backward (corecode.training.data_parallel)
         ptx_passes = int(role in self.ptx_rows)
         schedule = None

@@ -269,12 +269,13 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "shared, overlap",
-    [(False, True), (False, False), (True, True)],
-    ids=["two-models", "two-models-reduce-after", "shared-base"],
+    [(False, False), (False, True), (True, True)],
+    ids=["two-models", "two-models-overlap", "shared-base"],
 )
 def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared, overlap):
-    """Separate role models (the all-reduce inside the last backward, or after it), or one base with a LoRA adapter
-    per role (one DDP wrapper for both adapters: after the backward, whatever overlap_allreduce says)."""
+    """Separate role models (the all-reduce after the backward, or with overlap_allreduce inside its last pass), or one
+    base with a LoRA adapter per role (one DDP wrapper for both adapters: after the backward, whatever
+    overlap_allreduce says)."""
     team = team_params(
         overlap_allreduce=overlap,
         lora_r=4 if shared else None,
