@@ -41,3 +41,17 @@ def group_advantages(
         advantages = advantages / (std + 1e-4)
     is_std_zero = torch.isclose(group_std, torch.zeros_like(group_std))
     return advantages, is_std_zero
+
+
+def groups_changed(
+    rewards: torch.Tensor, without: torch.Tensor, group_size: int, scale_rewards: str = "group", tol: float = 0.05
+) -> torch.Tensor:
+    """Per group of ``group_size``: whether its advantages under ``rewards`` differ by more than ``tol`` from those
+    under ``without``, the same samples' rewards with one reward term removed: the groups whose update the term
+    changes. A term that only widens a difference another term already makes changes nothing under group-std scaling
+    (with two samples a group only the sign of their difference reaches the advantages); under batch scaling the
+    term also moves the batch's std, which rescales every group's advantages. ``tol``: a smaller one would count the
+    1e-4 that keeps the std's division finite, which moves the advantages of a small difference a little."""
+    with_term, _ = group_advantages(rewards, group_size, scale_rewards)
+    without_term, _ = group_advantages(without, group_size, scale_rewards)
+    return ((with_term - without_term).abs() > tol).view(-1, group_size).any(dim=1)

@@ -39,7 +39,7 @@ from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, pl
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
 from corecode.generation.render import use_chat
-from corecode.training.advantages import group_advantages
+from corecode.training.advantages import group_advantages, groups_changed
 from corecode.training.checkpointing import (
     claim_checkpoint_dir,
     latest_checkpoint,
@@ -804,9 +804,37 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
             "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
         }
+        metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
         return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+
+    def efficiency_term_shares(
+        self,
+        problems: list[Problem],
+        results: list,
+        refs: dict,
+        adherence: list[float],
+        rewards: torch.Tensor,
+    ) -> dict[str, float]:
+        """For each efficiency term of the Coder's reward that is on (``time``, ``memory``): the share of the Coder's
+        groups (all processes') whose advantages the term changes, ``coder/<term>_term_groups_frac``. A term can only
+        act where two programs of a plan both pass and it ranks them differently from the other terms, so a share
+        near 0 says the term has nothing to rank in this data, whatever its weight."""
+        weights, out = self.cfg.coder_reward, {}
+        for term in ("time", "memory"):
+            if not getattr(weights, term):
+                continue
+            off = weights.model_copy(update={term: 0.0})
+            without = torch.tensor(
+                [
+                    coder_reward(res, off, refs.get(prob.task_id), adh)
+                    for prob, res, adh in zip(problems, results, adherence)
+                ]
+            )
+            changed = groups_changed(rewards, without, self.cfg.num_programs, self.cfg.scale_rewards)
+            out[f"coder/{term}_term_groups_frac"] = float(self.gather(changed.float()).mean())
+        return out
 
     def sample_entropy(self, role: str, samples: list[Sample]) -> float:
         """Mean per-token entropy of ``role``'s policy over its sampled completions, at the rollout temperature (all

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from corecode.training.advantages import group_advantages
+from corecode.training.advantages import group_advantages, groups_changed
 
 
 def test_plans_within_problem_hand_computed():
@@ -72,3 +72,18 @@ def test_pool_identical_gives_equal_texts_their_mean_within_a_group():
     # all copies of one plan: equal rewards, so GRPO gives them no advantage
     adv, zero = group_advantages(pool_identical(torch.tensor([1.0, 0.0]), ["p", "p"], 2), 2)
     assert adv.tolist() == [0.0, 0.0] and zero.all()
+
+
+def test_groups_changed_by_a_term():
+    # four groups of two programs; the term adds (0.3, 0.1), (0.2, 0.2), (0.0, 0.4), (0.1, 0.0) to rewards without it:
+    # group 1 keeps its order (group-std scaling: the same advantages), group 2 adds the same to both, group 3 flips
+    # the order, group 4 breaks a tie
+    without = torch.tensor([1.1, 1.0, 1.1, 0.0, 1.1, 1.0, 1.1, 1.1])
+    term = torch.tensor([0.3, 0.1, 0.2, 0.2, 0.0, 0.4, 0.1, 0.0])
+    changed = groups_changed(without + term, without, 2)
+    assert changed.tolist() == [False, False, True, True]
+    # centred only (or scaled by the batch's std, which the term moves by 1% here), group 1's wider difference counts
+    assert groups_changed(without + term, without, 2, "none").tolist() == [True, False, True, True]
+    assert groups_changed(without + term, without, 2, "batch").tolist() == [True, False, True, True]
+    assert groups_changed(without * 3, without, 2, "batch").tolist() == [False] * 4  # a scale: the same advantages
+    assert not groups_changed(without, without, 2).any()

@@ -390,3 +390,51 @@ def test_a_planner_update_raises_the_plans_its_advantage_favours(team_dir, sandb
         assert favoured.mean() > 0 > disfavoured.mean(), (favoured, disfavoured)
     finally:
         trainer.close()
+
+
+def test_efficiency_term_shares_count_the_groups_a_term_changes(team_dir, sandbox, tmp_path):
+    """coder/<term>_term_groups_frac: hand-made results, three groups of two programs: both pass, one twice the
+    reference's CPU time (the time term turns a tie into a difference); both pass, one 20x the reference's memory (the
+    memory term does); one passes (the tests already decide: a term only widens the difference). Then a rollout logs
+    the shares only for the terms that are on."""
+    from corecode.sandbox.types import SampleResult, Verdict
+    from corecode.training.rewards import coder_reward
+    from corecode.training.rewards_config import CoderRewardWeights
+
+    weights_on = CoderRewardWeights(time=0.5, memory=0.5)
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    p = one_step_params(tmp_path, num_programs=2, coder_reward=weights_on)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0)
+    try:
+        prob = PROBLEMS[0]
+
+        def run(passed: bool, cpu: float, mem: float) -> SampleResult:
+            verdict = Verdict.passed if passed else Verdict.wrong_answer
+            return SampleResult(
+                task_id=prob.task_id,
+                verdict=verdict,
+                passed=passed,
+                pass_fraction=float(passed),
+                cpu_time_s=cpu,
+                peak_memory_mb=mem,
+            )
+
+        refs = {prob.task_id: run(True, 1.0, 2.0)}
+        results = [run(True, 1.0, 2.0), run(True, 2.0, 2.0)]  # time
+        results += [run(True, 1.0, 2.0), run(True, 1.0, 40.0)]  # memory
+        results += [run(True, 2.0, 40.0), run(False, 1.0, 2.0)]  # the tests
+        rewards = torch.tensor([coder_reward(r, weights_on, refs[prob.task_id]) for r in results])
+        shares = trainer.efficiency_term_shares([prob] * 6, results, refs, [0.0] * 6, rewards)
+        assert shares == {
+            "coder/time_term_groups_frac": pytest.approx(1 / 3),
+            "coder/memory_term_groups_frac": pytest.approx(1 / 3),
+        }
+        _, metrics = trainer.rollout(trainer.batch_problems(0), {})
+        assert 0.0 <= metrics["coder/time_term_groups_frac"] <= 1.0
+        assert 0.0 <= metrics["coder/memory_term_groups_frac"] <= 1.0
+        trainer.cfg.coder_reward = CoderRewardWeights(time=0.5)
+        assert set(trainer.efficiency_term_shares([prob] * 6, results, refs, [0.0] * 6, rewards)) == {
+            "coder/time_term_groups_frac"
+        }
+    finally:
+        trainer.close()
