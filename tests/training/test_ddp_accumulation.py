@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import launch_two_ranks  # noqa: E402
+from test_team_fixtures import same_gradients, two_rank_results  # noqa: E402
 
 SCRIPT = """
 import sys, torch, torch.distributed as dist
@@ -106,28 +105,16 @@ dist.destroy_process_group()
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     """The script's results on both ranks (torchrun starts them; gloo joins them)."""
-    root = tmp_path_factory.mktemp("ddp")
-    script = root / "ranks.py"
-    script.write_text(SCRIPT)
-    out = launch_two_ranks(script, str(root), timeout=120)
-    assert out.returncode == 0, out.stderr[-4000:]
-    return [torch.load(root / f"rank{r}.pt") for r in (0, 1)]
-
-
-def _same(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(
-        x is not None and y is not None and torch.allclose(x, y, rtol=1e-5, atol=1e-7)
-        for x, y in zip(a.values(), b.values())
-    )
+    return two_rank_results(tmp_path_factory.mktemp("ddp"), SCRIPT)
 
 
 def test_the_reducer_in_the_last_pass_gives_the_all_reduced_gradient(ranks):
     for out in ranks:
         assert all(g is not None and g.abs().sum() > 0 for g in out["reference"].values())
         assert out["reference_hooks"] == 0  # the reference never used the reducer
-        assert not _same(out["local"], out["reference"])  # the ranks' local gradients differ: reducing matters
-        assert _same(out["accumulated"], out["reference"])
-        assert _same(out["accumulated"], ranks[0]["reference"])  # reduced: the same on both ranks
+        assert not same_gradients(out["local"], out["reference"])  # the ranks' local gradients differ: reducing matters
+        assert same_gradients(out["accumulated"], out["reference"])
+        assert same_gradients(out["accumulated"], ranks[0]["reference"])  # reduced: the same on both ranks
         assert out["sync_after"]
 
 
@@ -141,8 +128,8 @@ def test_only_the_last_pass_all_reduces(ranks):
 def test_an_update_never_synced_leaves_local_gradients(ranks):
     for out in ranks:
         assert out["never_synced_hooks"] == 0
-        assert _same(out["never_synced"], out["local"])
-        assert not _same(out["never_synced"], out["reference"])
+        assert same_gradients(out["never_synced"], out["local"])
+        assert not same_gradients(out["never_synced"], out["reference"])
 
 
 def test_an_update_of_no_pass_leaves_sync_on(ranks):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_team_fixtures import launch_two_ranks  # noqa: E402
+from test_team_fixtures import same_gradients, two_rank_results  # noqa: E402
 
 SCRIPT = """
 import sys, torch, torch.distributed as dist
@@ -130,26 +130,14 @@ dist.destroy_process_group()
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     """The script's results on both ranks (torchrun starts them; gloo joins them)."""
-    root = tmp_path_factory.mktemp("fsdp")
-    script = root / "ranks.py"
-    script.write_text(SCRIPT)
-    out = launch_two_ranks(script, str(root), timeout=120)
-    assert out.returncode == 0, out.stderr[-4000:]
-    return [torch.load(root / f"rank{r}.pt") for r in (0, 1)]
-
-
-def _same(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(
-        x is not None and y is not None and torch.allclose(x, y, rtol=1e-5, atol=1e-7)
-        for x, y in zip(a.values(), b.values())
-    )
+    return two_rank_results(tmp_path_factory.mktemp("fsdp"), SCRIPT)
 
 
 def test_one_reduce_scatter_gives_the_per_micro_batch_gradient(ranks):
     for out in ranks:
         assert all(g is not None and g.abs().sum() > 0 for g in out["reference"].values())
-        assert _same(out["accumulated"], out["reference"])
-        assert _same(out["accumulated"], ranks[0]["reference"])  # reduced: the same on both ranks
+        assert same_gradients(out["accumulated"], out["reference"])
+        assert same_gradients(out["accumulated"], ranks[0]["reference"])  # reduced: the same on both ranks
         # 3 agreed micro-batches, then the last pass: until it, the weights stay gathered and nothing is reduced
         assert out["between"] == [(False, False)] * 3 + [(True, True)]
         assert out["sharded_after"]
@@ -157,12 +145,12 @@ def test_one_reduce_scatter_gives_the_per_micro_batch_gradient(ranks):
 
 def test_an_update_never_synced_leaves_no_reduced_gradient(ranks):
     for out in ranks:
-        assert not _same(out["never_synced"], out["reference"])
+        assert not same_gradients(out["never_synced"], out["reference"])
 
 
 def test_an_update_of_no_pass_leaves_sync_on(ranks):
     for out in ranks:
-        assert _same(out["after_empty"], out["one_pass"])
+        assert same_gradients(out["after_empty"], out["one_pass"])
 
 
 def test_a_pass_count_other_than_declared_is_an_error(ranks):

@@ -247,3 +247,21 @@ def launch_two_ranks(script: Path, *args: str, timeout: int = 900) -> subprocess
     env = dict(os.environ, OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="true", PYTHONPATH=str(Path(__file__).parents[2]))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def two_rank_results(root: Path, script_text: str) -> list[dict]:
+    """``script_text`` run on two ranks (:func:`launch_two_ranks`, ``root`` as its argument), each rank saving a dict
+    to ``root/rank{R}.pt``: the two dicts."""
+    script = root / "ranks.py"
+    script.write_text(script_text)
+    out = launch_two_ranks(script, str(root), timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return [torch.load(root / f"rank{r}.pt") for r in (0, 1)]
+
+
+def same_gradients(a: dict, b: dict) -> bool:
+    """Two {name: gradient} dicts with the same names and every gradient present and equal up to float rounding."""
+    return a.keys() == b.keys() and all(
+        x is not None and y is not None and torch.allclose(x, y, rtol=1e-5, atol=1e-7)
+        for x, y in zip(a.values(), b.values())
+    )
