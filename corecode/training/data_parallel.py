@@ -9,11 +9,10 @@ that reduces accumulated gradients on demand). With one model per role, ``grpo.<
 agrees the number of passes (:func:`agree_max`; a rank with fewer runs zero-weighted ones) and runs only the last with
 DDP's reducer on (:class:`DDPAccumulation`), which all-reduces the accumulated gradient while that backward goes on;
 not the default, since at the 1.5B shape the overlapped backward took longer than the two one after the other
-(docs/gpu.md).
-With one base and an adapter per role, the wrapper's other adapter gets no gradient in a role's update, so that case
-always reduces after the backward. DDP stays the wrapper either way (it broadcasts the initial weights and accelerate
-expects it); its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's Accelerator sets
-it), or ranks that run different numbers of forward passes would pair mismatched broadcasts.
+(docs/gpu.md). With one base and an adapter per role, the wrapper's other adapter gets no gradient in a role's update,
+so that case always reduces after the backward. DDP stays the wrapper either way (it broadcasts the initial weights and
+accelerate expects it); its per-forward buffer broadcast must be off (``broadcast_buffers=False``: the trainer's
+Accelerator sets it), or ranks that run different numbers of forward passes would pair mismatched broadcasts.
 FSDP2 shards reduce-scatter inside backward (the gradients never exist whole), so there every rank runs the same number
 of micro-batches: :func:`agree_max` gives the count, and a rank with fewer runs zero-weighted ones. By default each
 micro-batch's backward reduce-scatters (and, unless ``reshard_after_forward`` is false, all-gathers again);

@@ -447,7 +447,7 @@ class _TwoRoleTrainer:
         if schedule is not None:
             accumulate = schedule
         elif self.ddp:
-            accumulate = r.model.no_sync()
+            accumulate = getattr(r.model, "no_sync", contextlib.nullcontext)()
         else:
             accumulate = contextlib.nullcontext()
         with self.timer.phase(f"{role}_backward", device), accumulate:
