@@ -158,8 +158,8 @@ for shape in $SHAPES; do
           pair) [ "$n" = 2 ] && run $shape pair 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh ;;
           pair_pin) [ "$n" = 2 ] && run $shape pair_pin 2 $((2 * PROGS)) bash benchmarks/team_timing_pair.sh \
             --set grpo.team.pin_cores=true ;;
-          *) [ "$REP" = 1 ] && echo "unknown arrangement $arr (ddp, ddp_overlap, ddp_pin, pair, pair_pin, fsdp, fsdp_keep," \
-            "fsdp_accum, split)" >>"$R/steps.tsv" ;;
+          *) [ "$REP" = 1 ] && echo "unknown arrangement $arr (ddp, ddp_overlap, ddp_pin, pair, pair_pin, fsdp," \
+            "fsdp_keep, fsdp_accum, split)" >>"$R/steps.tsv" ;;
         esac
       done
     done
