@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -60,6 +62,7 @@ class Browser:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: __exit__ ends the helper processes with it
         )
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 60
@@ -86,12 +89,33 @@ class Browser:
         try:
             self._ws.close()
         finally:
-            self._proc.terminate()
+            self._signal_group(signal.SIGTERM)
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
-            self._profile.cleanup()
+                self._proc.wait()
+            self._signal_group(signal.SIGKILL)  # helpers (renderer, GPU, crashpad) that outlived the browser
+            self._remove_profile()
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self._proc.pid, sig)
+        except ProcessLookupError:  # the group is gone already
+            pass
+
+    def _remove_profile(self, patience_s: float = 10) -> None:
+        """Remove the profile directory, retrying while a helper process that is still exiting writes into it (its
+        `Default` directory can gain files for a moment after the browser process has ended)."""
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                self._profile.cleanup()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     # ------------------------------------------------------------------------------------------------- protocol
 
