@@ -158,7 +158,8 @@ class AccumulationSchedule:
     The last pass must be known before it runs, so the update declares its passes: ``passes`` at construction (the
     ptx micro-batch), plus what :meth:`expect` adds (``policy_loss_backward``'s agreed micro-batches: wrap its
     ``agree``). Every rank runs the same passes, so every rank's last is the same. The switch is set for the next pass
-    before its forward (DDP decides in the forward whether the backward reduces) and again before its backward.
+    before its forward (DDP decides in the forward whether the backward reduces): on entering, on each declaration and
+    after each backward.
     ``backward`` replaces the trainer's callable; used as a context manager, entering sets the switch for the first
     pass, leaving turns sync back on and checks that every declared pass ran. Hand-written: torch has the switches but
     no schedule over them, and accelerate's ``accumulate`` needs the step count up front as a fixed
@@ -177,7 +178,6 @@ class AccumulationSchedule:
     def backward(self, loss: torch.Tensor) -> None:
         if self.done >= self.passes:
             raise RuntimeError(f"{type(self).__name__}: backward pass {self.done + 1} of an update of {self.passes}")
-        self._next()
         self._backward(loss)
         self.done += 1
         self._next()

@@ -685,6 +685,18 @@ def plan_outcomes(passed: torch.Tensor, n_programs: int) -> dict[str, float]:
     }
 
 
+def coder_rewards_of(
+    problems: list[Problem], results: list, refs: dict, adherence: list[float], weights
+) -> torch.Tensor:
+    """Each program's :func:`coder_reward` under ``weights``, with its problem's reference run (``refs`` by task id)."""
+    return torch.tensor(
+        [
+            coder_reward(res, weights, refs.get(prob.task_id), adh)
+            for prob, res, adh in zip(problems, results, adherence)
+        ]
+    )
+
+
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
     values = values.float()
     return {f"{prefix}_mean": float(values.mean()), f"{prefix}_std": float(values.std()) if values.numel() > 1 else 0.0}
@@ -757,12 +769,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             plan_adherence(plan, extract_code(s.completion.text, prob).value)  # logged even at weight 0
             for plan, s, prob in zip(plan_texts, programs, program_problems)
         ]
-        coder_rewards = torch.tensor(
-            [
-                coder_reward(res, weights, refs.get(prob.task_id), adh)
-                for prob, res, adh in zip(program_problems, results, adherence)
-            ]
-        )
+        coder_rewards = coder_rewards_of(program_problems, results, refs, adherence, weights)
         planner_rewards = torch.tensor(
             [
                 planner_reward(
@@ -825,13 +832,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         for term in ("time", "memory"):
             if not getattr(weights, term):
                 continue
-            off = weights.model_copy(update={term: 0.0})
-            without = torch.tensor(
-                [
-                    coder_reward(res, off, refs.get(prob.task_id), adh)
-                    for prob, res, adh in zip(problems, results, adherence)
-                ]
-            )
+            without = coder_rewards_of(problems, results, refs, adherence, weights.model_copy(update={term: 0.0}))
             changed = groups_changed(rewards, without, self.cfg.num_programs, self.cfg.scale_rewards)
             out[f"coder/{term}_term_groups_frac"] = float(self.gather(changed.float()).mean())
         return out
