@@ -112,6 +112,13 @@ class TwoRoleGRPOParams(BaseModel):
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping per role.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
+    compile_model: bool = Field(
+        False,
+        description="torch.compile each role's trained model (Inductor, sequence length and batch dynamic): its "
+        "forward's and backward's elementwise work fused into a few kernels a layer, so a forward/backward launches "
+        'several times fewer kernels. For GPU steps bound by kernel launches (docs/gpu.md, "Reading the phase '
+        'timings"); the first micro-batch of each role compiles (a minute or more at 1.5B). Not with FSDP2.',
+    )
     skip_zero_advantage: bool = Field(
         True,
         description="Skip the forward/backward of sequences whose advantage is exactly 0 (groups that all scored the "

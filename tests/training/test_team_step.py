@@ -438,3 +438,32 @@ def test_efficiency_term_shares_count_the_groups_a_term_changes(team_dir, sandbo
         }
     finally:
         trainer.close()
+
+
+@pytest.mark.slow
+def test_compiled_training_forward_gives_the_eager_update(team_dir, sandbox, tmp_path):
+    # compile_model: the loss's forward/backward runs through torch.compile (the rollouts' forward stays eager) and
+    # gives the eager run's losses and gradient norms, up to the float rounding of fused kernels (the weights are not
+    # compared: AdamW's first step turns any rounding of a near-zero gradient into a full step of either sign).
+    from torch._dynamo.utils import counters
+    from transformers import set_seed
+
+    logs = []
+    for compiled in (False, True):
+        set_seed(0)
+        torch._dynamo.reset()
+        counters.clear()
+        planner, coder = (load_role_model(str(d)) for d in team_dir)
+        p = one_step_params(tmp_path / str(compiled), compile_model=compiled, skip_zero_advantage=False)
+        trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0)
+        try:
+            trainer.train(progress=False)
+        finally:
+            trainer.close()
+        assert bool(counters["stats"]["unique_graphs"]) == compiled
+        logs.append(json.loads(Path(p.log_path).read_text())[0])
+    eager, compiled = logs
+    assert eager["reward/coder"] == compiled["reward/coder"]  # the same rollouts: generation is not compiled
+    for key in ("planner/loss", "coder/loss", "planner/grad_norm", "coder/grad_norm"):
+        assert compiled[key] == pytest.approx(eager[key], rel=1e-4, abs=1e-6), key
+    assert eager["coder/grad_norm"] > 0 and eager["planner/grad_norm"] > 0
