@@ -17,8 +17,7 @@ each launched from Python, so a 16-row step took 45-90 ms where the weights take
 2026-11-27, docs/benchmarks.md). There the step runs with fixed shapes (attention over the whole KV buffer under the
 keep-mask, the new K/V written at a slot held in a tensor, no compaction) and is recorded once per ``run`` as a CUDA
 graph (``_GraphedStep``), then replayed each token: no compile, so no minutes-long first step as with the static
-cache's ``torch.compile``. Sampling stays outside the graph (it may draw from per-row streams). The host reads
-the finished flags only every ``_STOP_EVERY`` steps, so it queues the next steps while the GPU runs one.
+cache's ``torch.compile``. Sampling stays outside the graph (it may draw from per-row streams).
 """
 
 from __future__ import annotations
@@ -211,40 +210,28 @@ class LeanDecoder:
                 streams = [torch.Generator(device=dev).manual_seed(int(x)) for x in row_seeds]
             vocab = logits.shape[-1]
 
-            def uniforms(buffer_rows: list[int]) -> torch.Tensor | None:
+            def uniforms(buffer_rows: torch.Tensor) -> torch.Tensor | None:
                 if streams is None:
                     return None
-                return torch.stack([torch.rand(vocab, generator=streams[r], device=dev) for r in buffer_rows])
+                return torch.stack([torch.rand(vocab, generator=streams[r], device=dev) for r in buffer_rows.tolist()])
 
             live = torch.arange(rows, device=dev)  # original row of each buffer row
-            live_rows = list(range(rows))  # the same on the host (the fixed-shape path never drops a row)
             fixed = self.graphs if self.graphs is not None else dev.type == "cuda"
             graphed = _GraphedStep(self, keys, values, keep) if fixed else None
-            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live_rows), eager=True)
+            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
             out[:, 0] = tok
             finished = is_eos[tok]  # per original row
             n = 1
-            # The fixed-shape path reads the finished flags on the host only every _STOP_EVERY steps: each read waits
-            # for the GPU to finish the step, after which the GPU idles while the host launches the next one. Between
-            # reads the host queues steps ahead of the GPU; steps run after every row finished add pad columns only,
-            # and ``unfinished_steps`` counts the others, so the output is the same as with a read every step.
-            unfinished_steps = torch.zeros((), dtype=torch.long, device=dev)
             for i in range(1, max_new):
                 if stop_check is not None and i % _STOP_EVERY == 0:
                     stop_check(out[:, :i], finished)
-                if graphed is None:
-                    done_live = finished[live]
-                    if bool(done_live.all()):
-                        break
-                    if done_live.float().mean() >= _COMPACT_AT:
-                        idx = (~done_live).nonzero().squeeze(1)
-                        keys, values = [k[idx] for k in keys], [v[idx] for v in values]
-                        keep, positions, tok, live = keep[idx], positions[idx], tok[idx], live[idx]
-                        live_rows = live.tolist()
-                else:
-                    if i % _STOP_EVERY == 0 and bool(finished.all()):
-                        break
-                    unfinished_steps += ~finished.all()
+                done_live = finished[live]
+                if bool(done_live.all()):
+                    break
+                if graphed is None and done_live.float().mean() >= _COMPACT_AT:  # fixed shapes: finished rows go on
+                    idx = (~done_live).nonzero().squeeze(1)
+                    keys, values = [k[idx] for k in keys], [v[idx] for v in values]
+                    keep, positions, tok, live = keep[idx], positions[idx], tok[idx], live[idx]
                 slot = plen + i - 1
                 keep[:, slot] = True
                 if graphed is None:
@@ -252,13 +239,11 @@ class LeanDecoder:
                 else:
                     logits = graphed(tok, positions, slot)
                 positions = positions + 1
-                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live_rows), eager=True)
+                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
                 tok = torch.where(finished[live], pad_id, tok)
                 out[live, i] = tok
                 finished[live] |= is_eos[tok]
                 n = i + 1
-            if graphed is not None:
-                n = 1 + int(unfinished_steps)
         finally:
             self.model.train(was_training)
         return out[:, :n]
