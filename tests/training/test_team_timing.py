@@ -241,6 +241,7 @@ DDP_SCRIPT = """
 import json, sys, torch
 sys.path.insert(0, {tests!r})
 from pathlib import Path
+from torch._dynamo.utils import counters
 from test_team_fixtures import PROBLEMS
 from corecode.config import Params
 from corecode.sandbox import Sandbox
@@ -260,7 +261,8 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
         trainer.train(progress=False)
         rank = trainer.acc.process_index
         Path(sys.argv[2], f"rank{{rank}}.json").write_text(json.dumps({{"start": start, "end": sums(),
-            "ddp": trainer.ddp, "workers": sandbox.params.workers, "threads": torch.get_num_threads()}}))
+            "ddp": trainer.ddp, "workers": sandbox.params.workers, "threads": torch.get_num_threads(),
+            "graphs": counters["stats"]["unique_graphs"]}}))
     finally:
         trainer.close()
 """
@@ -268,16 +270,18 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "shared, overlap",
-    [(False, False), (False, True), (True, True)],
-    ids=["two-models", "two-models-overlap", "shared-base"],
+    "shared, overlap, compiled",
+    [(False, False, False), (False, True, False), (True, True, False), (False, False, True)],
+    ids=["two-models", "two-models-overlap", "shared-base", "two-models-compiled"],
 )
-def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared, overlap):
+def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared, overlap, compiled):
     """Separate role models (the all-reduce after the backward, or with overlap_allreduce inside its last pass), or one
     base with a LoRA adapter per role (one DDP wrapper for both adapters: after the backward, whatever
-    overlap_allreduce says)."""
+    overlap_allreduce says); and separate models whose training forward is compiled (compile_model: the module
+    inside the DDP wrapper)."""
     team = team_params(
         overlap_allreduce=overlap,
+        compile_model=compiled,
         lora_r=4 if shared else None,
         shared_base=shared,
         planner_model=str(team_dir[1] if shared else team_dir[0]),
@@ -305,6 +309,7 @@ def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_
 
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["ddp"] and ranks[1]["ddp"]
+    assert all(bool(r["graphs"]) == compiled for r in ranks)  # compile_model: the training forward went through Dynamo
     for role in ROLES:  # the weights moved, by the same averaged gradient on both ranks
         assert ranks[0]["end"][role] != ranks[0]["start"][role], role
         assert ranks[0]["end"][role] == ranks[1]["end"][role], role
