@@ -21,6 +21,9 @@ import statistics
 from pathlib import Path
 
 _TIME = re.compile(r"^time/rank(\d+)/(.+)_s$")
+# A measured step this many times the run's median is listed as slow: a handful of them moves a 20-step median, and
+# with it every ratio against that run (docs/benchmarks.md: one-GPU full-1.5B runs with three such steps)
+SLOW = 2.0
 
 
 def quartiles(values: list[float]) -> tuple[float, float]:
@@ -75,6 +78,7 @@ def read_run(line: str, first: int) -> dict:
         median_s=statistics.median(times), min_s=min(times), max_s=max(times), q1_s=q1, q3_s=q3, measured=len(later)
     )
     run["programs_per_s"] = run["programs"] / run["median_s"]
+    run["slow_steps"] = [r["step"] for r in later if r["step_time_s"] > SLOW * run["median_s"]]
     run["first_step_s"] = rows[0]["step_time_s"]
     run["phases"] = phase_medians(later)
     if not arrangement.startswith("pair"):  # pair, pair_pin
@@ -121,8 +125,8 @@ def label(run: dict) -> str:
 def table(runs: list[dict], first: int) -> str:
     out = [
         f"| shape | arrangement | GPUs | programs / step | steps | median s / step (steps {first}..) | min - max "
-        "| IQR | programs / s | vs 1 GPU | first step s | wall s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| IQR | programs / s | vs 1 GPU | steps over {SLOW:g}x the median | first step s | wall s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in runs:
         wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "-"
@@ -130,7 +134,7 @@ def table(runs: list[dict], first: int) -> str:
         if "median_s" not in r:
             why = f"failed (exit {r['rc']})" if r.get("rc") else f"{r['steps']} steps logged"
             why = "stopped at the command's deadline" if r.get("rc") == "stopped" else why
-            out.append(f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {why} |||||||{wall} |")
+            out.append(f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {why} ||||||||{wall} |")
             continue
         ratio = f"{r['vs_1gpu']:.2f}x" if "vs_1gpu" in r else "-"
         if "vs_ddp" in r:
@@ -139,7 +143,8 @@ def table(runs: list[dict], first: int) -> str:
         out.append(
             f"| {r['shape']} | {r['arrangement']} | {r['gpus']} | {r['programs']} | {r['steps']} "
             f"| {median} | {r['min_s']:.3f} - {r['max_s']:.3f} | {r['q1_s']:.3f} - {r['q3_s']:.3f} "
-            f"| {r['programs_per_s']:.1f} | {ratio} | {r['first_step_s']:.1f} | {wall} |"
+            f"| {r['programs_per_s']:.1f} | {ratio} | {', '.join(map(str, r['slow_steps'])) or '-'} "
+            f"| {r['first_step_s']:.1f} | {wall} |"
         )
     return "\n".join(out)
 

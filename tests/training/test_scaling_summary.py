@@ -33,7 +33,7 @@ def _summarise(tmp_path: Path, runs_tsv: str) -> tuple[str, list[dict]]:
 
 
 def test_table_medians_ratios_and_phases(tmp_path):
-    single = _log(tmp_path / "one.json", 1, [30.0, 5.0, 1.0, 1.2, 1.1])  # steps 1-2 (compile) left out
+    single = _log(tmp_path / "one.json", 1, [30.0, 5.0, 1.0, 1.2, 1.1, 3.0, 1.0])  # steps 1-2 (compile) left out
     ddp = _log(tmp_path / "ddp.json", 2, [20.0, 3.0, 1.0, 1.1, 1.0])
     split = _log(tmp_path / "split.json", 1, [20.0, 3.0, 2.0, 2.0, 2.0])
     out, runs = _summarise(
@@ -45,7 +45,9 @@ def test_table_medians_ratios_and_phases(tmp_path):
     )
     got = {(r["arrangement"], r["gpus"]): r for r in runs}
     one, two, sp = got["single", 1], got["ddp", 2], got["split", 2]
-    assert one["median_s"] == 1.1 and one["measured"] == 3 and one["min_s"] == 1.0 and one["max_s"] == 1.2
+    assert one["median_s"] == 1.1 and one["measured"] == 5 and one["min_s"] == 1.0 and one["max_s"] == 3.0
+    assert one["slow_steps"] == [6] and two["slow_steps"] == []  # 3.0 s is over twice the median
+    assert "| 9.1 | 1.00x | 6 | 30.0 | 60 |" in out and "| 20.0 | 2.20x | - | 20.0 | 50 |" in out
     assert two["median_s"] == 1.0 and two["vs_1gpu"] == (20 / 1.0) / (10 / 1.1)
     assert sp["vs_ddp"] == 0.5 and sp["vs_1gpu"] == (20 / 2.0) / (10 / 1.1)
     assert two["phases"]["1"]["wait"] == 0.1 and two["phases"]["0"]["other"] == 0.5  # step - generation - wait
