@@ -114,10 +114,11 @@ class TwoRoleGRPOParams(BaseModel):
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward/backward (gradient accumulation).")
     compile_model: bool = Field(
         False,
-        description="torch.compile each role's trained model in training mode (Inductor, sequence length and batch "
-        "dynamic): the forward's and backward's elementwise work fused, so fewer kernels to launch. For GPU steps "
-        'bound by kernel launches (docs/gpu.md, "Reading the phase timings"); the first step compiles (4.5-8 minutes '
-        "at the full 1.5B shape on an H200; the steady-state step there is not measured yet). Not with FSDP2.",
+        description="torch.compile each role's decoder layers for training passes (Inductor, dynamic sizes; "
+        "models.factory.compile_decoder_layers): a layer's elementwise work fused, so fewer kernels to launch. For "
+        'GPU steps bound by kernel launches (docs/gpu.md, "Reading the phase timings"). The first step compiles one '
+        "layer (the whole forward compiled took 4.5-8 minutes at the full 1.5B shape on an H200; a layer at a time "
+        "compiled 6.6x faster on CPU, benchmarks/compile_time.py). Not with FSDP2.",
     )
     skip_zero_advantage: bool = Field(
         True,

@@ -138,7 +138,7 @@ class _TwoRoleTrainer:
         from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
 
-        from corecode.models.factory import enable_gradient_checkpointing
+        from corecode.models.factory import compile_decoder_layers, enable_gradient_checkpointing
         from corecode.models.lora import lora_config
 
         self.cfg = params
@@ -260,7 +260,7 @@ class _TwoRoleTrainer:
             else:
                 model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
                 if params.compile_model:
-                    compile_training_forward(self.acc.unwrap_model(model))
+                    compile_decoder_layers(self.acc.unwrap_model(model))
             model.train()
             self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
         # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
@@ -656,20 +656,6 @@ def _flush_mlflow() -> None:
         return
     if mlflow.active_run() is not None:
         mlflow.flush_async_logging()
-
-
-def compile_training_forward(model: torch.nn.Module) -> None:
-    """Run ``model``'s forward through ``torch.compile`` (Inductor, dynamic sizes) while it is in training mode; in
-    eval mode (rollouts' prefill with a KV cache, no-grad entropy passes) it stays eager, so only the loss's passes
-    compile and the cache objects of generation never reach Dynamo. The module inside a DDP wrapper is compiled, so
-    DDP's reducer and ``no_sync`` stay as they are."""
-    eager = model.forward
-    compiled = torch.compile(eager, dynamic=True)
-
-    def forward(*args, **kwargs):
-        return (compiled if model.training else eager)(*args, **kwargs)
-
-    model.forward = forward
 
 
 def _adapter_weight(name: str) -> bool:
