@@ -170,7 +170,7 @@ class _TwoRoleTrainer:
                 "rank to run the same number of forward passes"
             )
         if self.fsdp and params.compile_model:
-            raise ValueError("grpo-team: compile_model runs in one process or under DDP, not under FSDP2")
+            raise ValueError("compile_model: true runs in one process or under DDP, not under FSDP2 (set it to false)")
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
         self.roles: dict[str, Role] = {}
