@@ -442,7 +442,7 @@ def test_efficiency_term_shares_count_the_groups_a_term_changes(team_dir, sandbo
 
 @pytest.mark.slow
 def test_compiled_training_forward_gives_the_eager_update(team_dir, sandbox, tmp_path):
-    # compile_model: the loss's forward/backward runs through torch.compile (the rollouts' forward stays eager) and
+    # compile_model: the loss's passes run each decoder layer through torch.compile (the rollouts' stay eager) and
     # gives the eager run's losses and gradient norms, up to the float rounding of fused kernels (the weights are not
     # compared: AdamW's first step turns any rounding of a near-zero gradient into a full step of either sign).
     from torch._dynamo.utils import counters
