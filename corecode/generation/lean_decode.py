@@ -31,21 +31,13 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 
 from corecode.generation.hf import _pick_tokens
+from corecode.models.factory import decoder_parts
 
 # Compact the batch (drop finished rows from the KV buffers) once this fraction of its rows is finished: copying the
 # buffers costs about one decode step, so compacting after every finished row would cost more than it saves.
 _COMPACT_AT = 0.25
 # Steps between two looks at stop strings (decoding text is slow); EOS is checked every step.
 _STOP_EVERY = 16
-
-
-def _decoder_parts(model):
-    """(causal LM, its decoder stack) under a peft wrapper, or None."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    inner = getattr(base, "model", None)
-    if inner is None or not hasattr(inner, "layers") or not hasattr(base, "lm_head"):
-        return None
-    return base, inner
 
 
 class LeanDecoder:
@@ -55,7 +47,7 @@ class LeanDecoder:
     def __init__(self, model, graphs: bool | None = None):
         """``graphs``: fixed-shape steps recorded as a CUDA graph (None: when the model is on a GPU; False on a GPU
         runs the eager loop, True on a CPU runs the fixed-shape step eagerly, which tests use)."""
-        parts = _decoder_parts(model)
+        parts = decoder_parts(model)
         if parts is None or not self.supports(model):
             raise ValueError(f"LeanDecoder does not support {type(model).__name__}")
         self.model = model
@@ -70,7 +62,7 @@ class LeanDecoder:
     def supports(model) -> bool:
         """Decoder-only, full causal attention in every layer, Llama-style layers (q/k/v/o projections, pre-norms,
         one MLP module) and a rotary embedding on the decoder stack: Qwen2, Qwen3, Llama, Mistral without windows."""
-        parts = _decoder_parts(model)
+        parts = decoder_parts(model)
         cfg = getattr(model, "config", None)
         if parts is None or cfg is None or getattr(cfg, "is_encoder_decoder", False):
             return False

@@ -199,11 +199,14 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
     model.config.use_cache = False
 
 
-def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList | None:
-    """The decoder stack's layers of a transformers causal LM (under a peft wrapper too), or None."""
+def decoder_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module] | None:
+    """(causal LM, its decoder stack with ``layers``) of a transformers causal LM, under a peft wrapper too; None for
+    a model of another layout."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    layers = getattr(getattr(base, "model", None), "layers", None)
-    return layers if isinstance(layers, torch.nn.ModuleList) else None
+    inner = getattr(base, "model", None)
+    if inner is None or not hasattr(inner, "layers") or not hasattr(base, "lm_head"):
+        return None
+    return base, inner
 
 
 def compile_decoder_layers(model: torch.nn.Module) -> None:
@@ -214,10 +217,10 @@ def compile_decoder_layers(model: torch.nn.Module) -> None:
     the first steps took 6.6x less time than with the whole model's forward compiled (``benchmarks/compile_time.py``,
     docs/benchmarks.md). The embedding, final norm and LM head stay eager.
     Raises ValueError for a model without a ``model.layers`` list."""
-    layers = decoder_layers(model)
-    if layers is None:
+    parts = decoder_parts(model)
+    if parts is None:
         raise ValueError(f"compile_model: {type(model).__name__} has no decoder layer list (model.layers)")
-    for layer in layers:
+    for layer in parts[1].layers:
         eager = layer.forward
         compiled = torch.compile(eager, dynamic=True)
 

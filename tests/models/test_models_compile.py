@@ -6,7 +6,7 @@ from peft import LoraConfig, get_peft_model
 from torch._dynamo.utils import counters
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from corecode.models.factory import compile_decoder_layers, decoder_layers
+from corecode.models.factory import compile_decoder_layers, decoder_parts
 from corecode.models.testing import TINY_SHAPE
 
 
@@ -33,6 +33,6 @@ def test_layers_compile_in_training_mode_only_and_give_the_eager_logits():
 
 def test_layers_are_found_under_a_peft_wrapper_and_a_model_without_them_is_refused():
     peft = get_peft_model(_model(), LoraConfig(r=2, target_modules=["q_proj"]))
-    assert decoder_layers(peft) is peft.get_base_model().model.layers
+    assert decoder_parts(peft)[1].layers is peft.get_base_model().model.layers
     with pytest.raises(ValueError, match="no decoder layer list"):
         compile_decoder_layers(torch.nn.Linear(2, 2))
