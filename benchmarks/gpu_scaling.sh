@@ -15,6 +15,10 @@
 # REPEATS=N runs every run N times, the 1-GPU run and the arrangements in turn, each arrangement's ratio against its
 # own round's 1-GPU run; the summary then gives the ratios' median and range over the rounds (one 20-step run per
 # arrangement moved by 0.2-0.3 between two hosts of one kind: docs/benchmarks.md).
+# WARMUP=N (default 8; 0: none): before a shape's first round, an untimed one-GPU run of N steps, so that no timed run
+# pays the CUDA driver's one-time JIT compile of kernels it loads as PTX (on a fresh machine the first run's steps 3, 4
+# and 7 took 2-3x the others at full 1.5B on an H200; the driver keeps the compiled kernels in ~/.nv/ComputeCache, and
+# env.txt gives that cache's size before the runs; docs/gpu.md "Reading the phase timings").
 # A command stops starting runs $DEADLINE seconds after it began (default 540: the lent machines' 10-minute command) and
 # ends a run still going then; run it again on the same machine and it goes on with the runs not done yet (RESUME=1,
 # the default; a run that failed is not retried; RESUME=0 starts over). Every run's figures are in the tables as soon
@@ -48,13 +52,15 @@ R=${R:-/tmp/scaling}; mkdir -p "$R" data/scaling/logs
 STEPS=${STEPS:-20}; SHAPES=${SHAPES:-gpudev lora1.5b full1.5b}; ARRANGEMENTS=${ARRANGEMENTS:-ddp pair fsdp split}
 TOKENS_15B=${TOKENS_15B:-64}; RUN_TIMEOUT=${RUN_TIMEOUT:-300}  # seconds a run may take (a hung collective ends there)
 DEADLINE=${DEADLINE:-540}; RESUME=${RESUME:-1}; GPUDEV_DECODE=${GPUDEV_DECODE:-static}; START=$(date +%s); LEFT_OVER=0
-REPEATS=${REPEATS:-1}; REP=1
+REPEATS=${REPEATS:-1}; REP=1; WARMUP=${WARMUP:-8}
 VISIBLE=$(nvidia-smi -L 2>/dev/null | wc -l)
 NGPUS=${NGPUS:-$([ "$VISIBLE" -ge 4 ] && echo "2 4" || echo 2)}
 source "$(dirname "$0")/gpu_common.sh"  # step, pick_isolation, CLI; NVLink multicast off
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; echo "visible GPUs: $VISIBLE"
   python3 -c 'import torch, transformers, accelerate, peft; print(torch.__version__, transformers.__version__,
-accelerate.__version__, peft.__version__)'; } >"$R/env.txt" 2>&1
+accelerate.__version__, peft.__version__)'
+  echo "CUDA JIT cache before the runs: $(du -sh "${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}" 2>/dev/null || echo none)"
+} >"$R/env.txt" 2>&1
 RUNS=data/scaling/runs.tsv; [ "$RESUME" = 1 ] && [ -f $RUNS ] || : >$RUNS
 export CUDA_VISIBLE_DEVICES=0
 
@@ -134,8 +140,19 @@ run() {
 
 TIMING="python3 benchmarks/team_timing.py"
 LAUNCH="python3 -m accelerate.commands.launch"
+# warmup SHAPE: the untimed one-GPU run of $WARMUP steps (once per shape and call; not in runs.tsv).
+warmup() {
+  [ "$WARMUP" -gt 0 ] || return 0
+  local name=$1_warmup left=$((DEADLINE - $(date +%s) + START))
+  [ $left -ge 120 ] || return 0
+  step "$name" timeout -k 20 $((left < RUN_TIMEOUT ? left : RUN_TIMEOUT)) $TIMING \
+    --params data/params.scaling-$1.yaml --set grpo.team.max_steps=$WARMUP \
+    --set "grpo.team.log_path=data/scaling/logs/$name.json" --set "grpo.team.checkpoint_dir=data/scaling/state/$name"
+}
+
 for shape in $SHAPES; do
   params $shape || continue
+  warmup $shape
   for REP in $(seq "$REPEATS"); do  # a round: the 1-GPU run, then every arrangement
     run $shape single 1 $PROGS $TIMING
     for n in $NGPUS; do
