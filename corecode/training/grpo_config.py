@@ -315,6 +315,14 @@ class TeamGRPOParams(TwoRoleGRPOParams):
         description="Plans of one problem with the same text share one Planner reward, the mean over all their "
         "programs (one value estimate per distinct plan instead of G_c programs' noise per copy).",
     )
+    distinct_plan_tries: int = Field(
+        0,
+        ge=0,
+        description="Distinct plans by construction: a sampled plan whose text (stripped) repeats an earlier plan of "
+        "its problem is sampled again, one plan per duplicate, for up to this many extra rounds; duplicates left "
+        "after the last round are kept (0: off, the plans as sampled). planner/distinct_plan_frac logs the share of "
+        "problems whose plans are all distinct either way.",
+    )
     max_plan_tokens: int = Field(64, ge=1, description="Max new tokens of a plan.")
     max_code_tokens: int = Field(96, ge=1, description="Max new tokens of a program.")
     frozen_roles: list[Literal["planner", "coder"]] = Field(

@@ -29,7 +29,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -676,6 +676,38 @@ def pool_identical(rewards: torch.Tensor, texts: Sequence[str], group_size: int)
     return out
 
 
+def duplicate_positions(texts: Sequence[str]) -> list[int]:
+    """Positions of ``texts`` whose text repeats an earlier one's (the first copy of each text is not listed)."""
+    seen: set[str] = set()
+    out = []
+    for i, text in enumerate(texts):
+        if text in seen:
+            out.append(i)
+        seen.add(text)
+    return out
+
+
+def resample_duplicates(groups: list[list[Sample]], resample: Callable[[list[int]], list[Sample]], tries: int) -> int:
+    """``grpo.team.distinct_plan_tries``: in place, for up to ``tries`` rounds, replace every sample of a group whose
+    stripped text repeats an earlier sample's of the same group by a new one, ``resample(group indices)`` giving one
+    sample per listed group (a group index once per duplicate); stop early once every group is distinct. Returns
+    the number of samples drawn again."""
+    drawn = 0
+    for _ in range(tries):
+        dups = [
+            (g, j)
+            for g, group in enumerate(groups)
+            for j in duplicate_positions([s.completion.text.strip() for s in group])
+        ]
+        if not dups:
+            break
+        new = resample([g for g, _ in dups])
+        for (g, j), sample in zip(dups, new, strict=True):
+            groups[g][j] = sample
+        drawn += len(dups)
+    return drawn
+
+
 def plan_outcomes(passed: torch.Tensor, n_programs: int) -> dict[str, float]:
     """The Planner's view of a rollout from ``passed`` (1.0 / 0.0 per program, consecutive groups of ``n_programs``
     per plan): plan accuracy (share of a plan's programs that pass, averaged over plans), the share of plans with a
@@ -746,9 +778,18 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         cfg = self.cfg
         n_plans, n_programs = cfg.num_plans, cfg.num_programs
         t = time.perf_counter()
-        plans = [
-            group for chunk in self.sample("planner", [planner_prompt(x) for x in problems], n_plans) for group in chunk
-        ]
+        prompts = [planner_prompt(x) for x in problems]
+        plans = [group for chunk in self.sample("planner", prompts, n_plans) for group in chunk]
+        redrawn = 0
+        if cfg.distinct_plan_tries and n_plans > 1:
+            redrawn = resample_duplicates(
+                plans,
+                lambda idx: [g[0] for chunk in self.sample("planner", [prompts[i] for i in idx], 1) for g in chunk],
+                cfg.distinct_plan_tries,
+            )
+        distinct = torch.tensor(
+            [float(not duplicate_positions([s.completion.text.strip() for s in group])) for group in plans]
+        )
         flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
         coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
         programs: list[Sample] = []
@@ -800,6 +841,8 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                 coder_rewards=coder_rewards,
                 passed=passed,
                 adherence=torch.tensor(adherence),
+                distinct=distinct,
+                redrawn=torch.tensor([redrawn / max(len(problems), 1)]),
             ).items()
         }
         metrics = {
@@ -814,6 +857,8 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "coder/adv_std": float(coder_adv.std()),
             "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
             "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
+            "planner/distinct_plan_frac": float(gathered["distinct"].mean()),
+            "planner/redrawn_plans": float(gathered["redrawn"].mean()),
         }
         metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))

@@ -467,3 +467,69 @@ def test_compiled_training_forward_gives_the_eager_update(team_dir, sandbox, tmp
     for key in ("planner/loss", "coder/loss", "planner/grad_norm", "coder/grad_norm"):
         assert compiled[key] == pytest.approx(eager[key], rel=1e-4, abs=1e-6), key
     assert eager["coder/grad_norm"] > 0 and eager["planner/grad_norm"] > 0
+
+
+def _sample(text: str):
+    from corecode.generation.base import Completion
+    from corecode.training.rollout import Sample
+
+    return Sample([1], Completion(text, 1, [1], "stop"))
+
+
+def test_resample_duplicates_redraws_repeated_plans_until_distinct_or_out_of_tries():
+    from corecode.training.team_grpo import duplicate_positions, resample_duplicates
+
+    assert duplicate_positions(["a", "b", "a", "a", "b", "c"]) == [2, 3, 4]
+    queue = iter(["x", "y", "b ", "z", "w"])  # "b " repeats "b" once stripped: redrawn again in round 2
+    asked = []
+
+    def resample(idx):
+        asked.append(list(idx))
+        return [_sample(next(queue)) for _ in idx]
+
+    groups = [[_sample(t) for t in g] for g in (["a", "a", "a"], ["b", "c", "b"], ["d", "e", "f"])]
+    assert resample_duplicates(groups, resample, tries=4) == 4
+    assert asked == [[0, 0, 1], [1]]  # one sample per duplicate, by group; round 2 only the one still repeated
+    assert [[s.completion.text for s in g] for g in groups] == [["a", "x", "y"], ["b", "c", "z"], ["d", "e", "f"]]
+    # out of tries: what is left is kept; 0 tries: nothing drawn
+    stuck = [[_sample("p"), _sample("p"), _sample("p")]]
+    assert resample_duplicates(stuck, lambda idx: [_sample("p") for _ in idx], tries=2) == 4
+    assert [s.completion.text for s in stuck[0]] == ["p", "p", "p"]
+    assert resample_duplicates(stuck, lambda idx: 1 / 0, tries=0) == 0
+
+
+@pytest.mark.parametrize("tries", [0, 3])
+def test_distinct_plan_tries_gives_each_problem_distinct_plans(team_dir, sandbox, tmp_path, tries):
+    """The Planner's first draw is forced to repeat (each problem's plans are copies of its first one); with
+    ``distinct_plan_tries`` the copies are sampled again (one plan each, at the Planner's temperature) and every
+    problem ends with distinct plans; off, the rollout keeps the copies and draws nothing more."""
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    p = one_step_params(tmp_path, num_plans=3, problems_per_step=4, distinct_plan_tries=tries)
+    trainer = TeamGRPOTrainer(p, planner, coder, PROBLEMS, sandbox, seed=0)
+    real, calls = trainer.sample, []
+
+    def sample(role, prompts, n, greedy=False):
+        if role != "planner":
+            return real(role, prompts, n, greedy)
+        calls.append((len(prompts), n))
+        chunks = list(real(role, prompts, n, greedy))
+        if len(calls) == 1:  # the first draw: every plan of a problem is the same text
+            chunks = [[[g[0]] * n for g in chunk] for chunk in chunks]
+        return iter(chunks)
+
+    trainer.sample = sample
+    try:
+        per_role, metrics = trainer.rollout(trainer.batch_problems(0), {})
+    finally:
+        trainer.close()
+    plans = [s.completion.text.strip() for s in per_role["planner"][0]]
+    groups = [plans[k : k + 3] for k in range(0, len(plans), 3)]
+    assert len(groups) == 4 and len(per_role["coder"][0]) == 4 * 3 * 3
+    if tries:
+        assert calls[0] == (4, 3) and calls[1] == (8, 1)  # 2 copies a problem redrawn in round 1
+        assert all(len(set(g)) == 3 for g in groups), groups
+        assert metrics["planner/distinct_plan_frac"] == 1.0 and metrics["planner/redrawn_plans"] >= 2.0
+    else:
+        assert calls == [(4, 3)]
+        assert all(len(set(g)) == 1 for g in groups)
+        assert metrics["planner/distinct_plan_frac"] == 0.0 and metrics["planner/redrawn_plans"] == 0.0
