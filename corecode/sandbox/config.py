@@ -38,7 +38,10 @@ class SandboxParams(BaseModel):
         description="Interpreter run inside the sandbox (stdlib only, world-readable; its lib dirs are bound in).",
     )
     uid_base: int = Field(
-        61000, ge=1000, description="When started as root, worker i runs as host uid uid_base+i (never root)."
+        61000,
+        ge=1000,
+        description="When started as root, worker i runs as host uid uid_base + 256*b + i (never root), b the "
+        "pool's own block of uids (isolation.claim_uid_block).",
     )
     cgroup: bool = Field(
         True,

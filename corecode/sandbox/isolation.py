@@ -3,18 +3,20 @@
 bwrap jail: new user, PID, network, IPC, UTS, cgroup and mount namespaces; the filesystem is an empty tmpfs root with
 only the interpreter binary, its standard library and the shared libraries it links against bound read-only, plus a
 private size-capped tmpfs scratch (``/tmp``); no capabilities; no nested user namespaces; dies with the host. When the
-host runs as root the whole thing runs as an unprivileged host uid (``uid_base + worker``), so RLIMIT_NPROC holds and
-host files are guarded by ordinary permissions too.
+host runs as root the whole thing runs as an unprivileged host uid (worker i of the pool's own block of uids from
+``uid_base``, :func:`claim_uid_block`), so RLIMIT_NPROC holds and host files are guarded by ordinary permissions too.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import re
 import shutil
 import struct
 import subprocess
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -149,6 +151,35 @@ def zygote_command(params: SandboxParams, zygote_src: str, out_fds: list[int], s
         stacklevel=3,
     )
     return py
+
+
+# As root a pool's workers run as a block of host uids that no other live pool on the host uses: RLIMIT_NPROC counts a
+# uid's processes host-wide, so pools sharing uids (two pipelines, the sandboxes of several DDP ranks) would spend
+# each other's max_processes. Worker i of the pool holding block b runs as uid_base + b * UID_BLOCK + i; a pool holds
+# its block by an flock on a file named after it, which the kernel drops when the pool closes it or its process ends.
+UID_BLOCK = 256  # SandboxParams.workers <= 256
+UID_BLOCKS = 64
+
+
+def claim_uid_block(uid_base: int, lock_dir: str | None = None) -> tuple[int, int | None]:
+    """(first uid of a block no other live pool holds, the descriptor that holds it; close it to give the block
+    back). When every block is held: ``uid_base`` shared with the other pools, and no descriptor."""
+    lock_dir = lock_dir or ("/run/lock" if os.access("/run/lock", os.W_OK) else tempfile.gettempdir())
+    for block in range(UID_BLOCKS):
+        base = uid_base + block * UID_BLOCK
+        fd = os.open(os.path.join(lock_dir, f"corecode-sandbox-uid-{base}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return base, fd
+    warnings.warn(
+        f"sandbox: all {UID_BLOCKS} uid blocks are held by other pools on this host; sharing uids from {uid_base}",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return uid_base, None
 
 
 def run_as(params: SandboxParams, worker: int) -> dict:

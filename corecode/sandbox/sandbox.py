@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
 import queue
 import signal
 import threading
@@ -18,7 +19,7 @@ from typing import TypeVar
 
 from corecode.data.schema import Problem
 from corecode.sandbox.config import SandboxParams
-from corecode.sandbox.isolation import interpreter_paths
+from corecode.sandbox.isolation import claim_uid_block, interpreter_paths
 from corecode.sandbox.judge import (
     JudgeClient,
     JudgeError,
@@ -58,6 +59,7 @@ class Sandbox:
         self._executor: ThreadPoolExecutor | None = None
         self._spawner: ThreadPoolExecutor | None = None
         self._preparer: ThreadPoolExecutor | None = None  # prepare_ahead's recordings, one thread per judge
+        self._uid_base, self._uid_lock = self.params.uid_base, None  # as root: the pool's own uid block
 
     # -------------------------------------------------------------------------------------------------- lifecycle
     def __enter__(self) -> Sandbox:
@@ -97,7 +99,11 @@ class Sandbox:
             # Jails are (re)started only from these threads, which live as long as the pool (see Worker.start);
             # the first start is in parallel: each jail spends most of it waiting for its interpreter.
             self._spawner = ThreadPoolExecutor(self.params.workers, thread_name_prefix="sandbox-spawn")
-            workers = [Worker(self.params, i, self._spawner) for i in range(self.params.workers)]
+            worker_params = self.params
+            if os.geteuid() == 0:
+                self._uid_base, self._uid_lock = claim_uid_block(self.params.uid_base)
+                worker_params = self.params.model_copy(update={"uid_base": self._uid_base})
+            workers = [Worker(worker_params, i, self._spawner) for i in range(self.params.workers)]
             judges = [JudgeClient(self.params.judge_timeout_s) for _ in range(self.params.workers)]
             try:
                 interpreter_paths(self.params.python)  # once, before the workers that need it start in parallel
@@ -111,6 +117,7 @@ class Sandbox:
                     j.close()
                 self._spawner.shutdown()
                 self._spawner = None
+                self._release_uid_block()
                 raise
             self._all_workers = workers
             for _ in range(DEPTH):  # a worker is in the queue once per sample it can still take
@@ -143,7 +150,18 @@ class Sandbox:
                 j.close()
             self._all_workers, self._all_judges = [], []
             self._workers, self._judges = queue.Queue(), _Judges()
+            self._release_uid_block()
             self._started = False
+
+    @property
+    def worker_uids(self) -> set[int]:
+        """The host uids this pool's workers run as when started as root (its own block, :func:`claim_uid_block`)."""
+        return {self._uid_base + i for i in range(self.params.workers)}
+
+    def _release_uid_block(self) -> None:
+        if self._uid_lock is not None:
+            os.close(self._uid_lock)  # the flock goes with it: another pool may take the block
+        self._uid_base, self._uid_lock = self.params.uid_base, None
 
     def _judge(self, request: dict) -> dict:
         j = self._judges.take()

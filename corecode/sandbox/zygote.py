@@ -143,9 +143,9 @@ def kill_everything_else():
 
 
 def fork_when_allowed(wait_s=10.0):
-    """os.fork, waiting while RLIMIT_NPROC refuses it (EAGAIN). As root every pool's worker i runs as the same uid
-    (isolation.run_as), so another pool on the host (a second pipeline, another rank's sandbox) can hold that uid's
-    process budget for a moment: the sample waits for it instead of the zygote dying."""
+    """os.fork, waiting while RLIMIT_NPROC refuses it (EAGAIN): the sample's own processes (or, where every uid block
+    is held and pools share uids, another pool's; isolation.claim_uid_block) may hold the uid's process budget for a
+    moment, and the sample waits for it instead of the zygote dying."""
     delay, deadline = 0.001, time.monotonic() + wait_s
     while True:
         try:

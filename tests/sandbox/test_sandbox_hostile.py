@@ -181,7 +181,7 @@ ATTACKS = {
 
 
 def _sandbox_uids(sandbox) -> set[int]:
-    return {sandbox.params.uid_base + i for i in range(sandbox.params.workers)}
+    return sandbox.worker_uids
 
 
 def _procs_of(uids: set[int]) -> set[int]:
@@ -479,7 +479,7 @@ def test_workers_restarted_from_a_short_lived_thread_stay_up(sandbox, mix_proble
     t = threading.Thread(target=lambda: results.extend(sandbox.run(mix_problem, MIX_REFERENCE) for _ in range(4)))
     t.start()
     t.join()
-    assert all(r.passed for r in results)
+    assert all(r.passed for r in results), results
     pids = sorted(w.proc.pid for w in sandbox._all_workers)
     time.sleep(0.3)
     assert all(w.proc.poll() is None for w in sandbox._all_workers)
