@@ -1,0 +1,295 @@
+"""Both-roles team GRPO against Coder-only team GRPO and their ptx-only controls, several seeds, one SFT team, scored
+on the build's own test split: issue 18's GPU check (docs/benchmarks.md "GPU profile: both roles, three seeds").
+
+In a work directory: the profile's params (`corecode profile apply`) with the test split enlarged to `--n-test`
+problems, build-data, init-model, the SFT of both roles (at once), the SFT team's evaluation; then for every seed
+four team-GRPO runs from that SFT team, each in its own directory beside the shared data and SFT checkpoints:
+
+- `both`: both roles trained (`grpo.team.frozen_roles: []`);
+- `coder`: the Coder only (`frozen_roles: [planner]`), the same rollouts a step;
+- `ptx_both`, `ptx_coder`: the same two with the RL term zeroed (`rl_coef: 0`, the pipeline's ptx-only control).
+
+Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random
+numbers), and compared per seed and pooled over seeds by one-sided paired bootstraps
+(`corecode.evaluation.stats.paired_bootstrap`). The recipe is fixed before the run (`--set` overrides; the defaults
+are the embedded default's dev-split recipe) and nothing is chosen by these numbers, so reading the test split here is
+a final report, not tuning. Writes `<out>/results.md` (tables), `<out>/results.json`, `<out>/steps.tsv` (every
+command's return code and seconds) and keeps every log under the work directory.
+
+    python3 benchmarks/gpu_dev_seeds.py --work /tmp/seeds --out /tmp/seeds/out --seeds 1 2 3 --jobs 4
+
+Written by hand: the run directories, the job pool and the report are what `notebooks/sweep.py` does for dev-split
+sweeps, which refuses a test split on purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = "composite_test"
+ARMS = {
+    "both": ["grpo.team.frozen_roles=[]"],
+    "coder": ["grpo.team.frozen_roles=[planner]"],
+    "ptx_both": ["grpo.team.frozen_roles=[]", "grpo.team.rl_coef=0.0"],
+    "ptx_coder": ["grpo.team.frozen_roles=[planner]", "grpo.team.rl_coef=0.0"],
+}
+# (a, b): is a better than b?  The issue's order: both-roles > Coder-only > ptx-only.
+PAIRS = [
+    ("both", "coder"),
+    ("coder", "ptx_coder"),
+    ("both", "ptx_both"),
+    ("both", "sft"),
+    ("coder", "sft"),
+    ("ptx_coder", "sft"),
+    ("ptx_both", "sft"),
+]
+# The embedded default's recipe (params.yaml grpo.team, tuned on the dev split on the CPU) at the profile's group shape.
+RECIPE = [
+    "grpo.team.learning_rate=0.0002",
+    "grpo.team.ptx_coef=2.0",
+    "grpo.team.temperature=0.7",
+    "grpo.team.max_steps=100",
+    "grpo.team.problems_per_step=8",
+    "grpo.team.num_plans=4",
+    "grpo.team.num_programs=4",
+    "grpo.team.save_steps=1000",
+    "grpo.team.eval_steps=25",
+    "grpo.team.eval_problems=32",
+]
+PLANNER_KEYS = [
+    "planner/plan_accuracy",
+    "planner/sample_entropy",
+    "planner/zero_std_frac",
+    "coder/zero_std_frac",
+    "pass_rate/coder",
+]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, required=True, help="Work directory (created).")
+    ap.add_argument("--out", type=Path, help="Where the tables go (default <work>/out).")
+    ap.add_argument("--profile", default="gpu-dev", help="Profile to apply to params.yaml ('' = params.yaml as is).")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--n-test", type=int, default=3000, help="Test problems of the build (default 3000).")
+    ap.add_argument("--jobs", type=int, default=4, help="Runs at once (default 4).")
+    ap.add_argument("--sandbox-workers", type=int, default=3, help="sandbox.workers of every command (default 3).")
+    ap.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override for every command, after the recipe; repeatable.",
+    )
+    ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
+    return ap.parse_args(argv)
+
+
+class Driver:
+    def __init__(self, args):
+        self.args, self.t0 = args, time.time()
+        self.work = args.work.resolve()
+        self.out = (args.out or args.work / "out").resolve()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.Lock()
+        self.cli = [sys.executable, "-m", "corecode.cli", "--pipeline-outputs"]
+
+    def execute(self, name: str, cmd: list[str], cwd: Path) -> int:
+        """Run one command in cwd (output to cwd/<name>.log); one line to steps.tsv."""
+        env = dict(
+            os.environ,
+            PYTHONUNBUFFERED="1",
+            TOKENIZERS_PARALLELISM="false",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        )
+        env.setdefault("OMP_NUM_THREADS", "2")
+        t = time.time()
+        with open(cwd / f"{name}.log", "w") as log:
+            rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        line = f"{name}\t{cwd.name}\t{rc}\t{time.time() - t:.1f}\t{time.time() - self.t0:.0f}"
+        with self.lock, open(self.out / "steps.tsv", "a") as f:
+            f.write(line + "\n")
+        print(line, flush=True)
+        return rc
+
+    def corecode(self, name: str, cwd: Path, *args: str, sets: list[str] = ()) -> int:
+        return self.execute(name, self.cli + list(args) + [x for kv in sets for x in ("--set", kv)], cwd)
+
+    def params(self, extra: list[str]) -> None:
+        a = self.args
+        sets = [
+            f"data.composite.n_test={a.n_test}",
+            f"evaluate.benchmarks=[{BENCH}]",
+            "evaluate.n_samples=1",
+            "evaluate.ks=[1]",
+            "evaluate.collaboration_gain=false",
+            "tracking.enabled=false",
+            f"sandbox.workers={a.sandbox_workers}",
+            *RECIPE,
+            *a.sets,
+            *extra,
+        ]
+        profile = a.profile or str(self.work / "no-profile.yaml")
+        if not a.profile:  # params.yaml as it is
+            Path(profile).write_text("{}\n")
+        cmd = ["profile", "apply", profile, "-o", "params.yaml", "--base", str(REPO / "params.yaml")]
+        if self.corecode("params", self.work, *cmd, sets=sets):
+            sys.exit(f"corecode profile apply failed: {self.work / 'params.log'}")
+
+    def pick_isolation(self) -> list[str]:
+        """The first sandbox isolation whose self-test passes (bubblewrap is often absent on GPU hosts)."""
+        for iso in ("bwrap", "unshare", "none"):
+            if not self.corecode(f"selftest_{iso}", self.work, "sandbox-selftest", "--isolation", iso):
+                return [f"sandbox.isolation={iso}"]
+        sys.exit("no sandbox isolation passed its self-test")
+
+    def setup(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.params([])
+        self.params(self.pick_isolation())
+        for stage in (["build-data"], ["init-model"]):
+            if self.corecode(stage[0], self.work, *stage):
+                sys.exit(f"{stage[0]} failed: {self.work / (stage[0] + '.log')}")
+        with ThreadPoolExecutor(2) as pool:
+            rcs = list(
+                pool.map(lambda r: self.corecode(f"sft_{r}", self.work, "sft", "--role", r), ["planner", "coder"])
+            )
+        if any(rcs):
+            sys.exit(f"SFT failed: {self.work}/sft_*.log")
+
+    def run_dir(self, run: str) -> Path:
+        d = self.work / "runs" / run
+        (d / "data/checkpoints").mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.work / "params.yaml", d / "params.yaml")
+        for rel in ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder"):
+            if not (d / rel).exists():
+                (d / rel).symlink_to(self.work / rel)
+        return d
+
+    def train_and_eval(self, arm: str, seed: int) -> None:
+        if self.args.deadline and time.time() - self.t0 > self.args.deadline:
+            print(f"{arm}_s{seed}: past the deadline, not started", flush=True)
+            return
+        d = self.run_dir(f"{arm}_s{seed}")
+        if self.corecode("train", d, "grpo-team", sets=ARMS[arm] + [f"seed={seed}"]) == 0:
+            self.corecode("eval", d, "evaluate", "--method", "planner_coder_grpo")
+
+    def run_all(self) -> None:
+        with ThreadPoolExecutor(self.args.jobs) as pool:
+            jobs = [pool.submit(self.corecode, "eval_sft", self.work, "evaluate", "--method", "planner_coder_sft")]
+            jobs += [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
+            for j in jobs:
+                j.result()
+
+
+def read_scores(path: Path) -> dict[str, float] | None:
+    if not path.is_file():
+        return None
+    return {r["task_id"]: r["pass_at_1"] for r in map(json.loads, path.read_text().splitlines()) if r}
+
+
+def log_summary(path: Path) -> dict:
+    """Median step time; the Planner's and Coder's training measurements by quarter; Collaboration Gain by eval."""
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    steps = [r["step_time_s"] for r in rows if "step_time_s" in r]
+    if steps:
+        out["median_step_s"] = round(statistics.median(steps[1:] or steps), 3)
+    for key in PLANNER_KEYS:
+        vals = [r[key] for r in rows if key in r]
+        if vals:
+            out[key] = [
+                round(statistics.fmean(vals[i * len(vals) // 4 : (i + 1) * len(vals) // 4] or [0]), 3) for i in range(4)
+            ]
+    out["collaboration_gain"] = [
+        (r["step"], round(r["eval/collaboration_gain"], 3)) for r in rows if "eval/collaboration_gain" in r
+    ]
+    return out
+
+
+def compare(a: dict, b: dict) -> dict:
+    from corecode.evaluation.stats import paired_bootstrap
+
+    r = paired_bootstrap(a, b, 10_000, alternative="greater")
+    return {
+        "delta_points": round(100 * r.delta, 2),
+        "ci95": [round(100 * r.ci_low, 2), round(100 * r.ci_high, 2)],
+        "p_greater": round(r.p_value, 4),
+        "n": r.n_problems,
+    }
+
+
+def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
+    sft = read_scores(work / "data/reports/eval/planner_coder_sft" / f"{BENCH}.jsonl")
+    scores = {
+        (arm, s): read_scores(work / "runs" / f"{arm}_s{s}/data/reports/eval/planner_coder_grpo/{BENCH}.jsonl")
+        for arm in arms
+        for s in seeds
+    }
+
+    def scores_of(method: str, seed: int) -> dict | None:
+        return sft if method == "sft" else scores.get((method, seed))
+
+    result = {"sft": {"pass_at_1": statistics.fmean(sft.values()) if sft else None}, "runs": {}, "pairs": {}}
+    lines = [
+        "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Collaboration Gain |",
+        "|---|---:|---:|---|---|---|",
+    ]
+    if sft:
+        lines.append(f"| SFT team | {100 * result['sft']['pass_at_1']:.2f}% | | | | |")
+    for (arm, s), sc in scores.items():
+        log = log_summary(work / "runs" / f"{arm}_s{s}/data/reports/train/grpo_team.json")
+        result["runs"][f"{arm}_s{s}"] = {"pass_at_1": statistics.fmean(sc.values()) if sc else None, **log}
+        p1 = f"{100 * statistics.fmean(sc.values()):.2f}%" if sc else "missing"
+        acc, zero = log.get("planner/plan_accuracy", ""), log.get("planner/zero_std_frac", "")
+        gain = " ".join(f"{g:+.2f}" for _, g in log.get("collaboration_gain", []))
+        lines.append(f"| {arm}_s{s} | {p1} | {log.get('median_step_s', '')} | {acc} | {zero} | {gain} |")
+    lines += ["", "| seed | a | b | delta (points) | 95% CI | p (a > b) |", "|---|---|---|---:|---|---:|"]
+    for a, b in PAIRS:
+        if not {a, b} <= set(arms) | {"sft"}:
+            continue
+        per_seed = {}
+        for s in seeds:
+            xa, xb = scores_of(a, s), scores_of(b, s)
+            if xa and xb:
+                per_seed[s] = compare(xa, xb)
+        if len(per_seed) > 1:  # each problem's pass@1 averaged over the seeds that have both runs
+            xa, xb = (
+                {k: statistics.fmean(scores_of(m, t)[k] for t in per_seed) for k in scores_of(a, next(iter(per_seed)))}
+                for m in (a, b)
+            )
+            per_seed["pooled"] = compare(xa, xb)
+        for s, c in per_seed.items():
+            lines.append(f"| {s} | {a} | {b} | {c['delta_points']:+.2f} | {c['ci95']} | {c['p_greater']} |")
+        result["pairs"][f"{a}>{b}"] = per_seed
+    (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    drv = Driver(args)
+    drv.setup()
+    drv.run_all()
+    report(drv.work, drv.out, args.seeds, args.arms)
+
+
+if __name__ == "__main__":
+    main()
