@@ -142,7 +142,7 @@ class Driver:
             *a.sets,
             *extra,
         ]
-        profile = a.profile or str(self.work / "no-profile.yaml")
+        profile = str(REPO / "configs/profiles" / f"{a.profile}.yaml") if a.profile else str(self.work / "none.yaml")
         if not a.profile:  # params.yaml as it is
             Path(profile).write_text("{}\n")
         cmd = ["profile", "apply", profile, "-o", "params.yaml", "--base", str(REPO / "params.yaml")]
