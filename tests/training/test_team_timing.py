@@ -270,16 +270,27 @@ with Sandbox(take_host_share(params.sandbox)) as sandbox:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "shared, overlap, compiled",
-    [(False, False, False), (False, True, False), (True, True, False), (False, False, True)],
-    ids=["two-models", "two-models-overlap", "shared-base", "two-models-compiled"],
+    "shared, overlap, compiled, redraw",
+    [
+        (False, False, False, 0),
+        (False, True, False, 0),
+        (True, True, False, 0),
+        (False, False, True, 0),
+        (False, False, False, 4),
+    ],
+    ids=["two-models", "two-models-overlap", "shared-base", "two-models-compiled", "distinct-plans"],
 )
-def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_path, shared, overlap, compiled):
+def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(
+    team_dir, tmp_path, shared, overlap, compiled, redraw
+):
     """Separate role models (the all-reduce after the backward, or with overlap_allreduce inside its last pass), or one
     base with a LoRA adapter per role (one DDP wrapper for both adapters: after the backward, whatever
-    overlap_allreduce says); and separate models whose training forward is compiled (compile_model: the module
-    inside the DDP wrapper)."""
+    overlap_allreduce says); separate models whose training forward is compiled (compile_model: the module inside
+    the DDP wrapper); and distinct_plan_tries with a near-greedy Planner, whose repeated plans each rank draws again
+    on its own (sampling has no collective: the ranks must still agree on the update)."""
     team = team_params(
+        distinct_plan_tries=redraw,
+        roles={"planner": {"temperature": 0.05}} if redraw else {},  # near-greedy plans repeat: some to draw again
         overlap_allreduce=overlap,
         compile_model=compiled,
         lora_r=4 if shared else None,
@@ -317,6 +328,8 @@ def test_two_process_ddp_logs_both_ranks_and_keeps_replicas_equal(team_dir, tmp_
     assert all(r["threads"] <= share and r["workers"] == min(2, max(1, share - 1)) for r in ranks)
     log = json.loads(Path(team.log_path).read_text())
     assert [row["step"] for row in log] == [1, 2]
+    if redraw:
+        assert sum(row["planner/redrawn_plans"] for row in log) > 0
     for row in log:
         times = _check_rank_times(row, 2)
         for r in (0, 1):
