@@ -94,6 +94,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="Override for every command, after the recipe; repeatable.",
     )
+    ap.add_argument("--sft-from", type=Path, help="Reuse this earlier work directory's data and SFT team.")
     ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
     return ap.parse_args(argv)
 
@@ -160,6 +161,13 @@ class Driver:
         self.work.mkdir(parents=True, exist_ok=True)
         self.params([])
         self.params(self.pick_isolation())
+        if self.args.sft_from:  # another work directory's data, SFT team and its evaluation
+            src = self.args.sft_from.resolve()
+            for rel in ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder",
+                        "data/reports/eval/planner_coder_sft"):  # fmt: skip
+                (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
+                (self.work / rel).symlink_to(src / rel)
+            return
         for stage in (["build-data"], ["init-model"]):
             if self.corecode(stage[0], self.work, *stage):
                 sys.exit(f"{stage[0]} failed: {self.work / (stage[0] + '.log')}")
@@ -189,7 +197,11 @@ class Driver:
 
     def run_all(self) -> None:
         with ThreadPoolExecutor(self.args.jobs) as pool:
-            jobs = [pool.submit(self.corecode, "eval_sft", self.work, "evaluate", "--method", "planner_coder_sft")]
+            jobs = []
+            if not self.args.sft_from:
+                jobs.append(
+                    pool.submit(self.corecode, "eval_sft", self.work, "evaluate", "--method", "planner_coder_sft")
+                )
             jobs += [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
             for j in jobs:
                 j.result()
