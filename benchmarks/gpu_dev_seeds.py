@@ -67,6 +67,9 @@ RECIPE = [
     "grpo.team.eval_steps=25",
     "grpo.team.eval_problems=32",
 ]
+# What --sft-from links from the earlier work directory.
+SFT_FROM = ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder",
+            "data/reports/eval/planner_coder_sft")  # fmt: skip
 PLANNER_KEYS = [
     "planner/plan_accuracy",
     "planner/sample_entropy",
@@ -104,7 +107,6 @@ class Driver:
         self.args, self.t0 = args, time.time()
         self.work = args.work.resolve()
         self.out = (args.out or args.work / "out").resolve()
-        self.out.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
         self.cli = [sys.executable, "-m", "corecode.cli", "--pipeline-outputs"]
 
@@ -158,15 +160,18 @@ class Driver:
         sys.exit("no sandbox isolation passed its self-test")
 
     def setup(self) -> None:
+        if self.args.sft_from and (missing := [r for r in SFT_FROM if not (self.args.sft_from / r).is_dir()]):
+            sys.exit(f"--sft-from {self.args.sft_from}: no {', '.join(missing)} (not a finished run of this script)")
+        self.out.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.params([])
         self.params(self.pick_isolation())
         if self.args.sft_from:  # another work directory's data, SFT team and its evaluation
             src = self.args.sft_from.resolve()
-            for rel in ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder",
-                        "data/reports/eval/planner_coder_sft"):  # fmt: skip
+            for rel in SFT_FROM:
                 (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-                (self.work / rel).symlink_to(src / rel)
+                if not (self.work / rel).exists():
+                    (self.work / rel).symlink_to(src / rel)
             return
         for stage in (["build-data"], ["init-model"]):
             if self.corecode(stage[0], self.work, *stage):

@@ -52,3 +52,14 @@ def test_report_pairs_per_seed_and_pooled(tmp_path):
     assert run["collaboration_gain"] == [[8, 0.25]] and run["median_step_s"] == 1.0
     table = (tmp_path / "results.md").read_text()
     assert "| coder_s2 | missing |" in table and "| pooled | both | sft | +37.50 |" in table
+
+
+def test_sft_from_without_an_sft_team_stops_before_any_command(tmp_path):
+    mod = _module()
+    (tmp_path / "earlier/data/processed").mkdir(parents=True)  # data but no SFT team
+    try:
+        mod.main(["--work", str(tmp_path / "w"), "--sft-from", str(tmp_path / "earlier"), "--profile", ""])
+    except SystemExit as e:
+        message = str(e.code)
+    assert "data/checkpoints/sft_planner" in message and "data/processed" not in message.split("no ")[1]
+    assert not (tmp_path / "w").exists()  # nothing run, nothing written
