@@ -1,20 +1,21 @@
-"""Both-roles team GRPO against Coder-only team GRPO and their ptx-only controls, several seeds, one SFT team, scored
-on the build's own test split: issue 18's GPU check (docs/benchmarks.md "GPU profile: both roles, three seeds").
+"""Both-roles team GRPO against Coder-only team GRPO and their ptx-only controls, several seeds, one SFT team, scored on
+the build's own test split: issue 18's GPU check (docs/benchmarks.md, "GPU profile", "Both roles against the Coder only
+...").
 
 In a work directory: the profile's params (`corecode profile apply`) with the test split enlarged to `--n-test`
-problems, build-data, init-model, the SFT of both roles (at once), the SFT team's evaluation; then for every seed
-four team-GRPO runs from that SFT team, each in its own directory beside the shared data and SFT checkpoints:
+problems, build-data, init-model, the SFT of both roles (at once), the SFT team's evaluation; then for every seed four
+team-GRPO runs from that SFT team, each in its own directory beside the shared data and SFT checkpoints:
 
 - `both`: both roles trained (`grpo.team.frozen_roles: []`);
 - `coder`: the Coder only (`frozen_roles: [planner]`), the same rollouts a step;
 - `ptx_both`, `ptx_coder`: the same two with the RL term zeroed (`rl_coef: 0`, the pipeline's ptx-only control).
 
-Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random
-numbers), and compared per seed and pooled over seeds by one-sided paired bootstraps
-(`corecode.evaluation.stats.paired_bootstrap`). The recipe is fixed before the run (`--set` overrides; the defaults
-are the embedded default's dev-split recipe) and nothing is chosen by these numbers, so reading the test split here is
-a final report, not tuning. Writes `<out>/results.md` (tables), `<out>/results.json`, `<out>/steps.tsv` (every
-command's return code and seconds) and keeps every log under the work directory.
+Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random numbers),
+and compared per seed and pooled over seeds by one-sided paired bootstraps
+(`corecode.evaluation.stats.paired_bootstrap`). The recipe (`--set` overrides; the defaults are the embedded default's
+dev-split recipe) is to be fixed before the run: reading the test split is then a final report, and a recipe chosen
+after reading these numbers is reported as such. Writes `<out>/results.md` (tables), `<out>/results.json`,
+`<out>/steps.tsv` (every command's return code and seconds) and keeps every log under the work directory.
 
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/seeds --out /tmp/seeds/out --seeds 1 2 3 --jobs 4
 
