@@ -213,10 +213,14 @@ class Driver:
                 j.result()
 
 
-def read_scores(path: Path) -> dict[str, float] | None:
-    if not path.is_file():
+def read_scores(directory: Path, method: str) -> dict[str, float] | None:
+    """A team's per-problem pass@1 from the evaluate stage's file under a (run) directory; None where it is missing."""
+    from corecode.pipeline.metrics import per_problem_scores
+
+    try:
+        return per_problem_scores(method, BENCH, directory / "data/reports/eval")
+    except FileNotFoundError:
         return None
-    return {r["task_id"]: r["pass_at_1"] for r in map(json.loads, path.read_text().splitlines()) if r}
 
 
 def log_summary(path: Path) -> dict:
@@ -254,12 +258,8 @@ def compare(a: dict, b: dict) -> dict:
 
 
 def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
-    sft = read_scores(work / "data/reports/eval/planner_coder_sft" / f"{BENCH}.jsonl")
-    scores = {
-        (arm, s): read_scores(work / "runs" / f"{arm}_s{s}/data/reports/eval/planner_coder_grpo/{BENCH}.jsonl")
-        for arm in arms
-        for s in seeds
-    }
+    sft = read_scores(work, "planner_coder_sft")
+    scores = {(arm, s): read_scores(work / "runs" / f"{arm}_s{s}", "planner_coder_grpo") for arm in arms for s in seeds}
 
     def scores_of(method: str, seed: int) -> dict | None:
         return sft if method == "sft" else scores.get((method, seed))

@@ -18,7 +18,8 @@ def _module():
 
 def _scores(path: Path, passed: list[float]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"task_id": f"t{i}", "pass_at_1": p}) + "\n" for i, p in enumerate(passed)))
+    rows = [{"task_id": f"t{i}", "n": 1, "c": int(p), "pass_at_1": p} for i, p in enumerate(passed)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def _run(work: Path, run: str, passed: list[float], log: list[dict]) -> None:
