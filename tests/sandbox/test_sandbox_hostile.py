@@ -180,10 +180,6 @@ ATTACKS = {
 }
 
 
-def _sandbox_uids(sandbox) -> set[int]:
-    return sandbox.worker_uids
-
-
 def _procs_of(uids: set[int]) -> set[int]:
     """Our own descendants running as a sandbox uid (other test runs may share the uids)."""
     out = set()
@@ -200,7 +196,7 @@ def _procs_of(uids: set[int]) -> set[int]:
 def test_attack_fails_and_pool_survives(sandbox, mix_problem, name):
     program, verdicts = ATTACKS[name]
     sandbox.run(mix_problem, MIX_REFERENCE)  # pool started
-    before = _procs_of(_sandbox_uids(sandbox))
+    before = _procs_of(sandbox.worker_uids)
     result = sandbox.run(mix_problem, program)
     assert not result.passed, f"{name} passed: {result}"
     assert result.pass_fraction == 0.0
@@ -213,7 +209,7 @@ def test_attack_fails_and_pool_survives(sandbox, mix_problem, name):
     if os.geteuid() == 0:
         # nothing the attack started is left on the host: same sandbox processes as before (restarts aside)
         time.sleep(0.05)
-        after = _procs_of(_sandbox_uids(sandbox))
+        after = _procs_of(sandbox.worker_uids)
         assert len(after) <= len(before), (name, before, after)
 
 
