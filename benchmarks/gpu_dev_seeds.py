@@ -10,6 +10,12 @@ team-GRPO runs from that SFT team, each in its own directory beside the shared d
 - `coder`: the Coder only (`frozen_roles: [planner]`), the same rollouts a step;
 - `ptx_both`, `ptx_coder`: the same two with the RL term zeroed (`rl_coef: 0`, the pipeline's ptx-only control).
 
+With `--tune VARIANTS.yaml` the recipe is first chosen on the build's dev split: every variant (a name and its `--set`
+overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team once as `both` and once as
+`coder` (seed `--tune-seed`) and scored on `composite_dev` by `notebooks/sweep.py`. The variant whose `both` run has the
+highest dev pass@1 becomes the recipe of every arm and seed; the test split is read only after that choice. The dev
+table and the choice go to `<out>/tune.tsv` and into the report.
+
 Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random numbers),
 and compared per seed and pooled over seeds by one-sided paired bootstraps
 (`corecode.evaluation.stats.paired_bootstrap`). The recipe (`--set` overrides; the defaults are the embedded default's
@@ -18,6 +24,8 @@ after reading these numbers is reported as such. Writes `<out>/results.md` (tabl
 `<out>/steps.tsv` (every command's return code and seconds) and keeps every log under the work directory.
 
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/seeds --out /tmp/seeds/out --seeds 1 2 3 --jobs 4
+    python3 benchmarks/gpu_dev_seeds.py --work /tmp/tuned --tune benchmarks/gpu_dev_variants.yaml --jobs 8 \
+        --set data.composite.n_dev=1500
 
 Written by hand: the run directories, the job pool and the report are what `notebooks/sweep.py` does for dev-split
 sweeps, which refuses a test split on purpose.
@@ -100,6 +108,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     ap.add_argument("--sft-from", type=Path, help="Reuse this earlier work directory's data and SFT team.")
     ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
+    ap.add_argument("--tune", type=Path, help="Variants file: choose the recipe on the dev split first (see above).")
+    ap.add_argument("--tune-seed", type=int, default=0, help="Training seed of the dev-split runs (default 0).")
     return ap.parse_args(argv)
 
 
@@ -110,6 +120,8 @@ class Driver:
         self.out = (args.out or args.work / "out").resolve()
         self.lock = threading.Lock()
         self.cli = [sys.executable, "-m", "corecode.cli", "--pipeline-outputs"]
+        self.isolation: list[str] = []  # sandbox.isolation=<the first that passes its self-test>
+        self.recipe: list[str] = []  # the overrides chosen by tune()
 
     def execute(self, name: str, cmd: list[str], cwd: Path) -> int:
         """Run one command in cwd (output to cwd/<name>.log); one line to steps.tsv."""
@@ -166,7 +178,8 @@ class Driver:
         self.out.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.params([])
-        self.params(self.pick_isolation())
+        self.isolation = self.pick_isolation()
+        self.params(self.isolation)
         if self.args.sft_from:  # another work directory's data, SFT team and its evaluation
             src = self.args.sft_from.resolve()
             for rel in SFT_FROM:
@@ -201,6 +214,29 @@ class Driver:
         if self.corecode("train", d, "grpo-team", sets=ARMS[arm] + [f"seed={seed}"]) == 0:
             self.corecode("eval", d, "evaluate", "--method", "planner_coder_grpo")
 
+    def tune(self) -> None:
+        """Choose the recipe on the dev split (notebooks/sweep.py); its overrides join every arm's command."""
+        import yaml
+
+        variants = yaml.safe_load(self.args.tune.read_text()) or {}
+        both_coder = {
+            f"{name}{TUNE_SEP}{arm}": tune_overrides(self.args.tune, name, spec) + ARMS[arm]
+            for name, spec in variants.items()
+            for arm in ("both", "coder")
+        }
+        (self.work / "tune_variants.yaml").write_text(yaml.safe_dump(both_coder, width=1000))
+        cmd = [sys.executable, str(REPO / "notebooks/sweep.py"), "--from", str(self.work), "--params",
+               str(self.work / "params.yaml"), "--workdir", str(self.work / "tune"), "--variants",
+               str(self.work / "tune_variants.yaml"), "--seeds", str(self.args.tune_seed), "--jobs",
+               str(self.args.jobs), "--out", str(self.out / "tune.tsv"), "--reuse"]  # fmt: skip
+        if self.execute("tune", cmd, self.work):
+            sys.exit(f"the dev-split sweep failed: {self.work / 'tune.log'}")
+        name = choose_recipe(self.out / "tune.tsv")
+        (self.out / "chosen.txt").write_text(name + "\n")
+        print(f"recipe chosen on the dev split: {name}", flush=True)
+        self.recipe = tune_overrides(self.args.tune, name, variants[name])
+        self.params(self.isolation + self.recipe)
+
     def run_all(self) -> None:
         with ThreadPoolExecutor(self.args.jobs) as pool:
             jobs = []
@@ -211,6 +247,31 @@ class Driver:
             jobs += [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
             for j in jobs:
                 j.result()
+
+
+TUNE_SEP = "__"  # between a variant's name and its arm in the dev sweep's run names
+
+
+def tune_overrides(path: Path, name: str, spec) -> list[str]:
+    """A variant of the --tune file as KEY=VALUE strings (a mapping or a list of them, as notebooks/sweep.py reads)."""
+    if isinstance(spec, dict):
+        return [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in spec.items()]
+    if isinstance(spec, list) and all(isinstance(x, str) and "=" in x for x in spec):
+        return list(spec)
+    sys.exit(f"{path}: variant {name!r} must be a mapping or a list of KEY=VALUE strings")
+
+
+def choose_recipe(tsv: Path) -> str:
+    """The variant whose both-roles run has the highest dev pass@1 in the sweep's table (first listed on a tie)."""
+    import csv
+
+    with tsv.open() as f:
+        rows = [
+            r for r in csv.DictReader(f, delimiter="\t") if r["variant"].endswith(f"{TUNE_SEP}both") and r["pass_at_1"]
+        ]
+    if not rows:
+        sys.exit(f"{tsv}: no both-roles run of the dev sweep has a pass@1")
+    return max(rows, key=lambda r: float(r["pass_at_1"]))["variant"].removesuffix(f"{TUNE_SEP}both")
 
 
 def read_scores(directory: Path, method: str) -> dict[str, float] | None:
@@ -257,6 +318,21 @@ def compare(a: dict, b: dict) -> dict:
     }
 
 
+def tune_lines(out: Path) -> list[str]:
+    """The dev sweep's table and the choice, for the report (nothing without --tune)."""
+    if not (out / "chosen.txt").is_file():
+        return []
+    rows = (out / "tune.tsv").read_text().splitlines()
+    cols = rows[0].split("\t")
+    keep = [cols.index(c) for c in ("variant", "overrides", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater")]
+    lines = [f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**", ""]
+    lines += ["| dev run | overrides | pass@1 | SFT pass@1 | delta | p (run > SFT) |", "|---|---|---:|---:|---:|---:|"]
+    for row in rows[1:]:
+        cells = row.split("\t")
+        lines.append("| " + " | ".join(cells[i] for i in keep) + " |")
+    return lines + ["", "Test split:", ""]
+
+
 def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
     sft = read_scores(work, "planner_coder_sft")
     scores = {(arm, s): read_scores(work / "runs" / f"{arm}_s{s}", "planner_coder_grpo") for arm in arms for s in seeds}
@@ -264,8 +340,14 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
     def scores_of(method: str, seed: int) -> dict | None:
         return sft if method == "sft" else scores.get((method, seed))
 
-    result = {"sft": {"pass_at_1": statistics.fmean(sft.values()) if sft else None}, "runs": {}, "pairs": {}}
-    lines = [
+    chosen = (out / "chosen.txt").read_text().strip() if (out / "chosen.txt").is_file() else None
+    result = {
+        "chosen_on_dev": chosen,
+        "sft": {"pass_at_1": statistics.fmean(sft.values()) if sft else None},
+        "runs": {},
+        "pairs": {},
+    }
+    lines = tune_lines(out) + [
         "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Collaboration Gain |",
         "|---|---:|---:|---|---|---|",
     ]
@@ -305,6 +387,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     drv = Driver(args)
     drv.setup()
+    if args.tune:
+        drv.tune()
     drv.run_all()
     report(drv.work, drv.out, args.seeds, args.arms)
 

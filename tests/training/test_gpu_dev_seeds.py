@@ -5,6 +5,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu_dev_seeds.py"
 BENCH = "composite_test"
 
@@ -64,3 +66,50 @@ def test_sft_from_without_an_sft_team_stops_before_any_command(tmp_path):
         message = str(e.code)
     assert "data/checkpoints/sft_planner" in message and "data/processed" not in message.split("no ")[1]
     assert not (tmp_path / "w").exists()  # nothing run, nothing written
+
+
+def _tune_table(out: Path, rows: list[tuple[str, str]]) -> None:
+    cols = [
+        "run",
+        "variant",
+        "seed",
+        "overrides",
+        "train_rc",
+        "pass_at_1",
+        "ref_pass_at_1",
+        "delta_points",
+        "p_greater",
+    ]
+    lines = ["\t".join(cols)]
+    lines += [
+        "\t".join([f"{v}_s0", v, "0", "k=v", "0", p, "0.40" if p else "", "+0.0" if p else "", "0.5"]) for v, p in rows
+    ]
+    (out / "tune.tsv").write_text("\n".join(lines) + "\n")
+
+
+def test_tune_chooses_the_best_both_roles_run_on_dev_and_the_report_shows_it(tmp_path):
+    mod = _module()
+    # the Coder-only run of lr_a is the best dev run overall, but the choice is made on the both-roles runs;
+    # a both-roles run that failed (no pass@1) is never chosen
+    _tune_table(tmp_path, [("lr_a__both", "0.45"), ("lr_a__coder", "0.60"), ("lr_b__both", "0.50"), ("lr_c__both", "")])
+    assert mod.choose_recipe(tmp_path / "tune.tsv") == "lr_b"
+    (tmp_path / "chosen.txt").write_text("lr_b\n")
+    _scores(tmp_path / f"data/reports/eval/planner_coder_sft/{BENCH}.jsonl", [0.0, 1.0])
+    mod.report(tmp_path, tmp_path, [1], ["both"])
+    assert json.loads((tmp_path / "results.json").read_text())["chosen_on_dev"] == "lr_b"
+    table = (tmp_path / "results.md").read_text()
+    assert table.startswith("Recipe chosen on the dev split: **lr_b**") and "| lr_a__coder | k=v | 0.60 |" in table
+
+
+def test_tune_without_a_scored_both_roles_run_names_the_table(tmp_path):
+    mod = _module()
+    _tune_table(tmp_path, [("lr_a__both", ""), ("lr_a__coder", "0.60")])
+    with pytest.raises(SystemExit, match="tune.tsv: no both-roles run"):
+        mod.choose_recipe(tmp_path / "tune.tsv")
+
+
+def test_tune_variant_of_the_wrong_shape_names_the_file(tmp_path):
+    mod = _module()
+    assert mod.tune_overrides(tmp_path / "v.yaml", "a", {"x.y": 1.0, "x.z": [1]}) == ["x.y=1.0", "x.z=[1]"]
+    with pytest.raises(SystemExit, match="v.yaml: variant 'a' must be"):
+        mod.tune_overrides(tmp_path / "v.yaml", "a", "lr=1")
