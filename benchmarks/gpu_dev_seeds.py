@@ -238,13 +238,14 @@ class Driver:
         self.params(self.isolation + self.recipe)
 
     def run_all(self) -> None:
+        """Every arm and seed, then the SFT team's evaluation: the runs take the first slots (a run whose slot comes
+        after --deadline is not started), and the evaluation, never skipped, a later one."""
         with ThreadPoolExecutor(self.args.jobs) as pool:
-            jobs = []
+            jobs = [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
             if not self.args.sft_from:
                 jobs.append(
                     pool.submit(self.corecode, "eval_sft", self.work, "evaluate", "--method", "planner_coder_sft")
                 )
-            jobs += [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
             for j in jobs:
                 j.result()
 

@@ -3,6 +3,7 @@ training logs' Planner measurements by quarter, and runs that are missing left o
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,21 @@ def test_tune_variant_of_the_wrong_shape_names_the_file(tmp_path):
     assert mod.tune_overrides(tmp_path / "v.yaml", "a", {"x.y": 1.0, "x.z": [1]}) == ["x.y=1.0", "x.z=[1]"]
     with pytest.raises(SystemExit, match="v.yaml: variant 'a' must be"):
         mod.tune_overrides(tmp_path / "v.yaml", "a", "lr=1")
+
+
+def test_runs_take_the_first_slots_and_the_sft_evaluation_is_never_skipped(tmp_path):
+    mod = _module()
+    args = mod.parse_args(["--work", str(tmp_path), "--seeds", "1", "--arms", "both", "coder", "--jobs", "1"])
+    drv = mod.Driver(args)
+    drv.cli = [sys.executable, "-c", "pass"]  # every command succeeds at once
+    drv.out.mkdir(parents=True)
+    (tmp_path / "params.yaml").write_text("{}\n")
+    drv.run_all()
+    names = [line.split("\t")[:2] for line in (drv.out / "steps.tsv").read_text().splitlines()]
+    assert names[0] == ["train", "both_s1"] and names[-1] == ["eval_sft", tmp_path.name]
+    assert names.count(["eval", "coder_s1"]) == 1
+    # past the deadline no run starts, but the SFT team is still evaluated
+    (drv.out / "steps.tsv").unlink()
+    drv.args.deadline, drv.t0 = 1, drv.t0 - 10
+    drv.run_all()
+    assert [line.split("\t")[0] for line in (drv.out / "steps.tsv").read_text().splitlines()] == ["eval_sft"]
