@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The make run's SFT team and GRPO team on a further composite test split, to check the pipeline's figure.
+# The make run's SFT team, GRPO team and (where the make run has it) ptx-only control on a further composite test
+# split, to check the pipeline's figure.
 #
 # This builds, in a scratch copy, the composite suite with a larger test split (same seed: train, val and the SFT
 # datasets come out byte-identical, so the make run's checkpoints stay valid), keeps N test problems that no test
 # build used in tuning contains (n_test 300, 900, 2000, 2700, 3000), that are no problem of the make run's dev split
 # (data/processed/composite_dev.jsonl, which tuning reads; same gold plan = same chain and constants) and whose step
-# sequence none of the make run's RL problems (data/processed/composite_rl.jsonl) has, evaluates both teams on them
+# sequence none of the make run's RL problems (data/processed/composite_rl.jsonl) has, evaluates the teams on them
 # (1 sample each, common random numbers)
 # and writes the paired bootstrap with `corecode metrics`. The RL filter matters: the pipeline's own build keeps its
 # RL split off its test split's step sequences, but a larger build's test split does not know that RL split: on the
 # make-run checkpoints of d3d3728 the GRPO team gained 6.0 points on the 298 of 3000 problems that shared a sequence
 # with it against 1.5 on the rest (notebooks/2026-11-26-05-corrections.md). A step sequence is read off the gold plan
-# (one line per step; numbers and quoted constants blanked). CPU: about 3.5 minutes for N=3000.
+# (one line per step; numbers and quoted constants blanked). CPU: about 6 minutes for N=3000 and three teams.
 #
 # Usage, from the repo root after `make run`:  bash benchmarks/large_test.sh [N]   (default N=3000)
 set -euo pipefail
@@ -19,12 +20,21 @@ N=${1:-3000}
 ROOT=$PWD
 PY=$ROOT/.venv/bin/python
 W=${W:-$(mktemp -d /tmp/corecode-large-test.XXXX)}
-for c in sft_planner sft_coder grpo_planner grpo_coder; do
-  [ -d data/checkpoints/$c ] || { echo "data/checkpoints/$c is missing: run 'make run' first" >&2; exit 2; }
+for c in checkpoints/sft_planner checkpoints/sft_coder checkpoints/grpo_planner checkpoints/grpo_coder reports/train; do
+  [ -d data/$c ] || { echo "data/$c is missing: run 'make run' first" >&2; exit 2; }
 done
 git ls-files -z | xargs -0 tar cf - | (cd "$W" && tar xf -)
 mkdir -p "$W/data/checkpoints"
-for c in sft_planner sft_coder grpo_planner grpo_coder; do cp -r data/checkpoints/$c "$W/data/checkpoints/"; done
+METHODS=(planner_coder_sft planner_coder_grpo)
+COMPARISONS="[planner_coder_grpo,planner_coder_sft]"
+CKPTS="sft_planner sft_coder grpo_planner grpo_coder"
+if [ -d data/checkpoints/ptx_planner ] && [ -d data/checkpoints/ptx_coder ]; then  # the ptx-only control (stage grpo_ptx)
+  METHODS+=(planner_coder_ptx)
+  COMPARISONS+=",[planner_coder_grpo,planner_coder_ptx],[planner_coder_ptx,planner_coder_sft]"
+  CKPTS+=" ptx_planner ptx_coder"
+fi
+for c in $CKPTS; do cp -r data/checkpoints/$c "$W/data/checkpoints/"; done
+mkdir -p "$W/data/reports" && cp -r data/reports/train "$W/data/reports/"  # `corecode metrics` plots the training logs
 cd "$W"
 S="--set tracking.enabled=false"
 for n in 300 900 2000 2700 3000 8000; do
@@ -56,16 +66,15 @@ with open("data/processed/composite_test.jsonl", "w") as f:
     f.writelines(json.dumps(r) + "\n" for r in fresh)
 PY
 E="$S --set evaluate.benchmarks=[composite_test] --set evaluate.n_samples=1 --set evaluate.ks=[1]
-   --set evaluate.collaboration_gain=false --set evaluate.methods=[planner_coder_sft,planner_coder_grpo]
-   --set report.comparisons=[[planner_coder_grpo,planner_coder_sft]]"
-for m in planner_coder_sft planner_coder_grpo; do
+   --set evaluate.collaboration_gain=false --set report.comparisons=[$COMPARISONS]"
+for m in "${METHODS[@]}"; do
   $PY -m corecode.cli --pipeline-outputs evaluate --method $m $E > eval_$m.log 2>&1
 done
 $PY -m corecode.cli --pipeline-outputs metrics $E > metrics.log 2>&1
-$PY - <<'PY'
-import json
+$PY - "${METHODS[@]}" <<'PY'
+import json, sys
 m = json.load(open("data/reports/metrics.json"))
-for meth in ("planner_coder_sft", "planner_coder_grpo"):
+for meth in sys.argv[1:]:
     print(f"{meth}: pass@1 {100 * m['methods'][meth]['composite_test']['pass_at_1']:.2f}%")
 for c in m["comparisons"]:
     print(f"{c['a']} - {c['b']} on {c['benchmark']}: {100 * c['delta']:+.2f} points, p {c['p_value']:.4f}")
