@@ -1,14 +1,15 @@
 """One line per team-GRPO training log: steps, first step, median / min / max step time of steps 2.. (step 1
-compiles), rollout tokens/s (new tokens of both roles over the generation time) and, where logged, peak GPU memory.
+compiles), rollout tokens/s (new tokens of both roles over the generation time). Peak GPU memory is not in these logs
+(benchmarks/gpu_common.sh reports it).
 
     python benchmarks/grpo_log_summary.py data/reports/train/grpo_team.json [more logs...]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 
 
 def summary(path: str) -> str:
@@ -26,5 +27,7 @@ def summary(path: str) -> str:
 
 
 if __name__ == "__main__":
-    for p in sys.argv[1:]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", nargs="+", help="team-GRPO per-step logs (data/reports/train/grpo_team.json)")
+    for p in parser.parse_args().logs:
         print(summary(p))
