@@ -276,7 +276,9 @@ def compare(run_file: Path, ref_file: Path) -> dict:
 
 
 def train_summary(log_path: Path) -> dict:
-    """Mean step time and the Coder's (else any role's) training pass rate by quarter of the run."""
+    """Mean step time and the Coder's (else any role's) training pass rate by quarter of the run. The single-model
+    trainer (TRL's GRPOTrainer) logs its step time as ``step_time`` and no pass rate (only rewards): its runs get a
+    step time and no pass rate."""
     try:
         history = json.loads(log_path.read_text())
     except (OSError, ValueError):
@@ -284,8 +286,9 @@ def train_summary(log_path: Path) -> dict:
     key = next(
         (k for k in ("pass_rate/coder", "pass_rate/joint", "pass_rate/main") if any(k in r for r in history)), None
     )
-    steps = [r for r in history if "step_time_s" in r]
-    out = {"step_s": f"{sum(r['step_time_s'] for r in steps) / len(steps):.2f}"} if steps else {}
+    times = [r.get("step_time_s", r.get("step_time")) for r in history]
+    times = [t for t in times if t is not None]
+    out = {"step_s": f"{sum(times) / len(times):.2f}"} if times else {}
     rates = [r[key] for r in history if key and key in r]
     quarters = [rates[i * len(rates) // 4 : (i + 1) * len(rates) // 4] for i in range(4)]
     if rates:
