@@ -1,4 +1,5 @@
-"""Every Python script under benchmarks/ and notebooks/ answers ``--help``: exit status 0 and an argparse usage line.
+"""Every Python script under benchmarks/ and notebooks/ answers ``--help``: exit status 0 and an argparse usage line;
+every shell script under benchmarks/ and deploy/ parses (``bash -n``).
 No other test runs most of these scripts, so an import that a refactor broke, or an argparse error, otherwise shows
 only when someone next runs the script (benchmarks/large_test.sh went unnoticed that way).
 
@@ -82,3 +83,15 @@ def test_help(helps, script):
     got = helps[script]
     assert got["rc"] == 0, f"{script} --help exited {got['rc']}:\n{got['output'][-3000:]}"
     assert "usage:" in got["output"], f"{script} --help printed no usage line:\n{got['output'][-3000:]}"
+
+
+SHELL_SCRIPTS = sorted(
+    str(p.relative_to(ROOT)) for p in [*(ROOT / "benchmarks").glob("*.sh"), *(ROOT / "deploy").glob("*.sh")]
+)
+
+
+@pytest.mark.parametrize("script", SHELL_SCRIPTS)
+def test_shell_script_parses(script):
+    """`bash -n`: the shell scripts (mostly GPU runs, which no test can start here) at least parse."""
+    proc = subprocess.run(["bash", "-n", script], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{script}: {proc.stderr}"
