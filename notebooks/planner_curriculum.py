@@ -128,6 +128,28 @@ def score(trainer, problems, seed):
     return rows, metrics
 
 
+def score_range(trainer, sandbox, problems, batch: int, seed: int, start: int, end: int) -> list[dict]:
+    """``score`` over problems[start:end] in batches of ``batch`` (sampling seed 1000 * (seed + 1) + the batch's first
+    index), one progress line a batch; closes the trainer and the sandbox at the end, also on an error."""
+    rows = []
+    try:
+        for k in range(start, end, batch):
+            tk = time.perf_counter()
+            got, metrics = score(trainer, problems[k : min(k + batch, end)], 1000 * (seed + 1) + k)
+            rows.extend(got)
+            print(
+                f"problems {k}-{k + len(got) - 1}: plan accuracy {metrics['planner/plan_accuracy']:.3f}, "
+                f"Planner zero-variance share {metrics['planner/zero_std_frac']:.3f} | "
+                f"{time.perf_counter() - tk:.0f} s",
+                flush=True,
+            )
+    finally:
+        trainer.close()
+        if hasattr(sandbox, "close"):
+            sandbox.close()
+    return rows
+
+
 def pooled(values, texts):
     """Each distinct plan text's mean value (identical plans pooled, as ``grpo.team.pool_identical_plans``)."""
     by_text: dict[str, list[float]] = {}
@@ -165,22 +187,7 @@ def main(argv=None):
         f"{time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    rows = []
-    try:
-        for k in range(0, len(problems), args.batch):
-            tk = time.perf_counter()
-            got, metrics = score(trainer, problems[k : k + args.batch], 1000 * (args.seed + 1) + k)
-            rows.extend(got)
-            print(
-                f"problems {k}-{k + len(got) - 1}: plan accuracy {metrics['planner/plan_accuracy']:.3f}, "
-                f"Planner zero-variance share (4 plans) {metrics['planner/zero_std_frac']:.3f} | "
-                f"{time.perf_counter() - tk:.0f} s",
-                flush=True,
-            )
-    finally:
-        trainer.close()
-        if hasattr(sandbox, "close"):
-            sandbox.close()
+    rows = score_range(trainer, sandbox, problems, args.batch, args.seed, 0, len(problems))
     for r in rows:
         share = pooled(r["pass_share"], r["plans"])
         r["spread"] = round(max(share) - min(share), 4)

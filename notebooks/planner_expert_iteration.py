@@ -86,22 +86,7 @@ def score_main(args):
         f"Coder T={cfg.role_model('coder').temperature}; load {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    rows = []
-    try:
-        for k in range(args.offset, min(end, len(problems)), args.batch):
-            tk = time.perf_counter()
-            batch = problems[k : min(k + args.batch, end)]
-            got, metrics = pc.score(trainer, batch, 1000 * (args.seed + 1) + k)
-            rows.extend(got)
-            print(
-                f"problems {k}-{k + len(got) - 1}: plan accuracy {metrics['planner/plan_accuracy']:.3f} | "
-                f"{time.perf_counter() - tk:.0f} s",
-                flush=True,
-            )
-    finally:
-        trainer.close()
-        if hasattr(sandbox, "close"):
-            sandbox.close()
+    rows = pc.score_range(trainer, sandbox, problems, args.batch, args.seed, args.offset, min(end, len(problems)))
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {k: v for k, v in vars(args).items()}
     out.write_text(json.dumps({"args": meta, "seconds": time.perf_counter() - t0, "problems": rows}, indent=1))
