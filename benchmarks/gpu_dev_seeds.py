@@ -16,6 +16,14 @@ overrides, the format of `notebooks/sweep.py --variants`) is trained from the SF
 highest dev pass@1 becomes the recipe of every arm and seed; the test split is read only after that choice. The dev
 table and the choice go to `<out>/tune.tsv` and into the report.
 
+With `--tune-planner VARIANTS.yaml`, before that, the SFT team's Planner is chosen on the dev split: a variant's
+`sft.*` overrides retrain the Planner from the base checkpoint (`corecode sft --role planner`; variants with the same
+`sft.*` overrides share one training), its other overrides (the Planner's sampling, say) apply to its evaluation. Every
+variant, and the profile's own Planner (`profile`), is scored as a team with the one SFT Coder on `composite_dev`, with
+the Coder alone beside it (its Collaboration Gain). The variant with the highest dev pass@1 (the Coder is the same in
+every row, so also the highest Collaboration Gain) gives the SFT team of every later step: its Planner replaces the
+profile's and its overrides join every command. The table goes to `<out>/tune_planner.tsv` and into the report.
+
 Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random numbers),
 and compared per seed and pooled over seeds by one-sided paired bootstraps
 (`corecode.evaluation.stats.paired_bootstrap`). The recipe (`--set` overrides; the defaults are the embedded default's
@@ -26,6 +34,8 @@ after reading these numbers is reported as such. Writes `<out>/results.md` (tabl
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/seeds --out /tmp/seeds/out --seeds 1 2 3 --jobs 4
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/tuned --tune benchmarks/gpu_dev_variants.yaml --jobs 8 \
         --set data.composite.n_dev=1500
+    python3 benchmarks/gpu_dev_seeds.py --work /tmp/tp --tune-planner benchmarks/gpu_dev_planner_variants.yaml \
+        --tune benchmarks/gpu_dev_variants.yaml --jobs 12 --set data.composite.n_dev=1500
 
 Written by hand: the run directories, the job pool and the report are what `notebooks/sweep.py` does for dev-split
 sweeps, which refuses a test split on purpose.
@@ -47,6 +57,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = "composite_test"
+DEV = "composite_dev"
+# The evaluation of a --tune-planner variant: the SFT team and the Coder alone on the dev split.
+PLANNER_DEV = [f"evaluate.benchmarks=[{DEV}]", "evaluate.collaboration_gain=true",
+               f"evaluate.collaboration_gain_benchmarks=[{DEV}]"]  # fmt: skip
+PROFILE = "profile"  # the --tune-planner row of the profile's own Planner
 ARMS = {
     "both": ["grpo.team.frozen_roles=[]"],
     "coder": ["grpo.team.frozen_roles=[planner]"],
@@ -110,7 +125,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
     ap.add_argument("--tune", type=Path, help="Variants file: choose the recipe on the dev split first (see above).")
     ap.add_argument("--tune-seed", type=int, default=0, help="Training seed of the dev-split runs (default 0).")
-    return ap.parse_args(argv)
+    ap.add_argument(
+        "--tune-planner", type=Path, help="Variants file: choose the SFT team's Planner on the dev split first (above)."
+    )
+    args = ap.parse_args(argv)
+    if args.tune_planner and args.sft_from:
+        ap.error("--tune-planner trains Planners from this work directory's own build; it cannot take --sft-from")
+    return args
 
 
 class Driver:
@@ -122,6 +143,7 @@ class Driver:
         self.cli = [sys.executable, "-m", "corecode.cli", "--pipeline-outputs"]
         self.isolation: list[str] = []  # sandbox.isolation=<the first that passes its self-test>
         self.recipe: list[str] = []  # the overrides chosen by tune()
+        self.planner: list[str] = []  # the overrides chosen by tune_planner()
 
     def execute(self, name: str, cmd: list[str], cwd: Path) -> int:
         """Run one command in cwd (output to cwd/<name>.log); one line to steps.tsv."""
@@ -197,6 +219,59 @@ class Driver:
         if any(rcs):
             sys.exit(f"SFT failed: {self.work}/sft_*.log")
 
+    def planner_dir(self, name: str) -> Path:
+        """A --tune-planner variant's directory: the build's data, base checkpoint and SFT Coder, linked."""
+        d = self.work / "tune_planner" / name
+        (d / "data/checkpoints").mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.work / "params.yaml", d / "params.yaml")
+        for rel in ("data/processed", "data/checkpoints/base", "data/checkpoints/sft_coder"):
+            if not os.path.lexists(d / rel):
+                (d / rel).symlink_to(self.work / rel)
+        return d
+
+    def planner_group(self, train_sets: tuple[str, ...], names: list[str], variants: dict[str, list[str]]) -> None:
+        """Train one Planner (or link the profile's where train_sets is empty), then evaluate each variant using it."""
+        first = self.planner_dir(names[0]) / "data/checkpoints/sft_planner"
+        if not train_sets:
+            first.symlink_to(self.work / "data/checkpoints/sft_planner")
+        elif self.corecode("sft_planner", first.parents[2], "sft", "--role", "planner", sets=list(train_sets)):
+            return
+
+        def evaluate(name: str) -> None:
+            d = self.planner_dir(name)
+            if not os.path.lexists(d / "data/checkpoints/sft_planner"):
+                (d / "data/checkpoints/sft_planner").symlink_to(first)
+            self.corecode("eval_dev", d, "evaluate", "--method", "planner_coder_sft", sets=PLANNER_DEV + variants[name])
+
+        with ThreadPoolExecutor(len(names)) as pool:
+            list(pool.map(evaluate, names))
+
+    def tune_planner(self) -> None:
+        """Choose the SFT team's Planner on the dev split (module doc); it and its overrides are used from here on."""
+        import yaml
+
+        path = self.args.tune_planner
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict) or PROFILE in loaded:
+            sys.exit(f"{path}: must map variant names (not {PROFILE!r}, the profile's own row) to overrides")
+        variants = {PROFILE: []} | {str(n): tune_overrides(path, n, spec) for n, spec in loaded.items()}
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name, sets in variants.items():
+            groups.setdefault(tuple(kv for kv in sets if kv.startswith("sft.")), []).append(name)
+        with ThreadPoolExecutor(self.args.jobs) as pool:
+            list(pool.map(lambda key: self.planner_group(key, groups[key], variants), groups))
+        rows = planner_rows(self.work / "tune_planner", variants)
+        write_planner_table(rows, self.out / "tune_planner.tsv")
+        chosen = choose_planner(rows, self.out / "tune_planner.tsv")
+        (self.out / "planner_chosen.txt").write_text(chosen + "\n")
+        print(f"Planner chosen on the dev split: {chosen}", flush=True)
+        self.planner = variants[chosen]
+        if any(kv.startswith("sft.") for kv in self.planner):  # its Planner becomes the SFT team's
+            ckpt = self.work / "data/checkpoints/sft_planner"
+            ckpt.rename(ckpt.with_name(f"sft_planner_{PROFILE}"))
+            ckpt.symlink_to((self.work / "tune_planner" / chosen / "data/checkpoints/sft_planner").resolve())
+        self.params(self.isolation + self.planner)
+
     def run_dir(self, run: str) -> Path:
         d = self.work / "runs" / run
         (d / "data/checkpoints").mkdir(parents=True, exist_ok=True)
@@ -235,7 +310,7 @@ class Driver:
         (self.out / "chosen.txt").write_text(name + "\n")
         print(f"recipe chosen on the dev split: {name}", flush=True)
         self.recipe = tune_overrides(self.args.tune, name, variants[name])
-        self.params(self.isolation + self.recipe)
+        self.params(self.isolation + self.planner + self.recipe)
 
     def run_all(self) -> None:
         """Every arm and seed, then the SFT team's evaluation: the runs take the first slots (a run whose slot comes
@@ -275,12 +350,56 @@ def choose_recipe(tsv: Path) -> str:
     return max(rows, key=lambda r: float(r["pass_at_1"]))["variant"].removesuffix(f"{TUNE_SEP}both")
 
 
-def read_scores(directory: Path, method: str) -> dict[str, float] | None:
+PLANNER_COLUMNS = ["variant", "overrides", "planner_val_loss", "pass_at_1", "coder_alone", "collaboration_gain",
+                   "delta_vs_profile", "p_greater"]  # fmt: skip
+
+
+def planner_rows(root: Path, variants: dict[str, list[str]]) -> list[dict]:
+    """One row per --tune-planner variant: its Planner's SFT val loss, the team's dev pass@1, the Coder alone, the
+    Collaboration Gain, and the paired comparison with the profile's own Planner (empty cells where a step failed)."""
+    ref = read_scores(root / PROFILE, "planner_coder_sft", DEV)
+    rows = []
+    for name, sets in variants.items():
+        d = root / name
+        row = dict.fromkeys(PLANNER_COLUMNS, "") | {"variant": name, "overrides": " ".join(sets)}
+        try:  # the summary beside the checkpoint the variant used (a link where it shares one)
+            trained = (d / "data/checkpoints/sft_planner").resolve().parents[1]
+            loss = json.loads((trained / "reports/train/sft_planner_summary.json").read_text())["eval_loss"]
+            row["planner_val_loss"] = f"{loss:.4f}"
+        except (OSError, ValueError, KeyError):
+            pass
+        scores = read_scores(d, "planner_coder_sft", DEV)
+        if scores:
+            bench = json.loads((d / "data/reports/eval/planner_coder_sft/summary.json").read_text())["benchmarks"][DEV]
+            row |= {"pass_at_1": f"{statistics.fmean(scores.values()):.4f}",
+                    "coder_alone": f"{bench['coder_alone_pass_at_1']:.4f}",
+                    "collaboration_gain": f"{bench['collaboration_gain']:+.4f}"}  # fmt: skip
+            if ref and name != PROFILE:
+                c = compare(scores, ref)
+                row |= {"delta_vs_profile": f"{c['delta_points']:+.2f}", "p_greater": f"{c['p_greater']:.4f}"}
+        rows.append(row)
+    return rows
+
+
+def write_planner_table(rows: list[dict], path: Path) -> None:
+    lines = ["\t".join(PLANNER_COLUMNS)] + ["\t".join(r[c] for c in PLANNER_COLUMNS) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def choose_planner(rows: list[dict], table: Path) -> str:
+    """The variant with the highest dev pass@1 (the first listed on a tie: the profile's own Planner first)."""
+    scored = [r for r in rows if r["pass_at_1"]]
+    if not scored:
+        sys.exit(f"{table}: no Planner variant was scored on the dev split (logs under its tune_planner/)")
+    return max(scored, key=lambda r: float(r["pass_at_1"]))["variant"]
+
+
+def read_scores(directory: Path, method: str, bench: str = BENCH) -> dict[str, float] | None:
     """A team's per-problem pass@1 from the evaluate stage's file under a (run) directory; None where it is missing."""
     from corecode.pipeline.metrics import per_problem_scores
 
     try:
-        return per_problem_scores(method, BENCH, directory / "data/reports/eval")
+        return per_problem_scores(method, bench, directory / "data/reports/eval")
     except FileNotFoundError:
         return None
 
@@ -319,14 +438,27 @@ def compare(a: dict, b: dict) -> dict:
     }
 
 
+def planner_tune_lines(out: Path) -> list[str]:
+    """The --tune-planner table and its choice, for the report (nothing without --tune-planner)."""
+    if not (out / "planner_chosen.txt").is_file():
+        return []
+    rows = [r.split("\t") for r in (out / "tune_planner.tsv").read_text().splitlines()]
+    lines = [f"SFT team's Planner chosen on the dev split: **{(out / 'planner_chosen.txt').read_text().strip()}**", ""]
+    lines += ["| " + " | ".join(rows[0]) + " |", "|---|---|" + "---:|" * (len(rows[0]) - 2)]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows[1:]] + [""]
+
+
 def tune_lines(out: Path) -> list[str]:
     """The dev sweep's table and the choice, for the report (nothing without --tune)."""
     if not (out / "chosen.txt").is_file():
-        return []
+        return planner_tune_lines(out) + (["Test split:", ""] if (out / "planner_chosen.txt").is_file() else [])
     rows = (out / "tune.tsv").read_text().splitlines()
     cols = rows[0].split("\t")
     keep = [cols.index(c) for c in ("variant", "overrides", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater")]
-    lines = [f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**", ""]
+    lines = planner_tune_lines(out) + [
+        f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**",
+        "",
+    ]
     lines += ["| dev run | overrides | pass@1 | SFT pass@1 | delta | p (run > SFT) |", "|---|---|---:|---:|---:|---:|"]
     for row in rows[1:]:
         cells = row.split("\t")
@@ -342,7 +474,9 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
         return sft if method == "sft" else scores.get((method, seed))
 
     chosen = (out / "chosen.txt").read_text().strip() if (out / "chosen.txt").is_file() else None
+    planner = out / "planner_chosen.txt"
     result = {
+        "planner_chosen_on_dev": planner.read_text().strip() if planner.is_file() else None,
         "chosen_on_dev": chosen,
         "sft": {"pass_at_1": statistics.fmean(sft.values()) if sft else None},
         "runs": {},
@@ -388,6 +522,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     drv = Driver(args)
     drv.setup()
+    if args.tune_planner:
+        drv.tune_planner()
     if args.tune:
         drv.tune()
     drv.run_all()

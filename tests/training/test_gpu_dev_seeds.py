@@ -132,3 +132,85 @@ def test_runs_take_the_first_slots_and_the_sft_evaluation_is_never_skipped(tmp_p
     drv.args.deadline, drv.t0 = 1, drv.t0 - 10
     drv.run_all()
     assert [line.split("\t")[0] for line in (drv.out / "steps.tsv").read_text().splitlines()] == ["eval_sft"]
+
+
+# A stand-in for `python -m corecode.cli` that writes what the --tune-planner step reads: `sft --role planner` writes a
+# checkpoint holding its max_steps and a val loss; `evaluate` writes the team's dev results, 10 problems, where the
+# Planner's max_steps/1000 + (0.1 at temperature 0.2) of them pass. Every call is appended to calls.txt.
+FAKE_CLI = r"""
+import json, sys
+from pathlib import Path
+args = sys.argv[1:]
+sets = dict(a.split("=", 1) for a in args if "=" in a)
+with open(sys.argv[0] + ".calls", "a") as f:
+    f.write(Path.cwd().name + " " + " ".join(a for a in args if "=" not in a and a != "--set") + "\n")
+if "sft" in args:
+    Path("data/checkpoints/sft_planner").mkdir(parents=True)
+    Path("data/checkpoints/sft_planner/steps").write_text(sets["sft.planner.max_steps"])
+    Path("data/reports/train").mkdir(parents=True)
+    Path("data/reports/train/sft_planner_summary.json").write_text(json.dumps({"eval_loss": 0.5}))
+if "evaluate" in args:
+    steps = int(Path("data/checkpoints/sft_planner/steps").read_text())
+    n = round(10 * (steps / 1000 + (0.1 if sets.get("agents.sampling.planner.temperature") == "0.2" else 0)))
+    out = Path("data/reports/eval/planner_coder_sft")
+    out.mkdir(parents=True)
+    rows = [{"task_id": f"t{i}", "n": 1, "c": int(i < n), "pass_at_1": float(i < n)} for i in range(10)]
+    out.joinpath("composite_dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bench = {"pass_at_1": n / 10, "coder_alone_pass_at_1": 0.3, "collaboration_gain": n / 10 - 0.3}
+    out.joinpath("summary.json").write_text(json.dumps({"benchmarks": {"composite_dev": bench}}))
+"""
+
+
+def test_tune_planner_trains_once_per_sft_overrides_and_the_best_dev_planner_becomes_the_teams(tmp_path):
+    mod = _module()
+    variants = tmp_path / "planner.yaml"
+    variants.write_text(
+        "t0.2: {agents.sampling.planner.temperature: 0.2}\n"
+        "s300: {sft.planner.max_steps: 300}\n"
+        "s300_t0.2: [sft.planner.max_steps=300, agents.sampling.planner.temperature=0.2]\n"
+        "s200: {sft.planner.max_steps: 200}\n"
+    )
+    work = tmp_path / "w"
+    drv = mod.Driver(mod.parse_args(["--work", str(work), "--tune-planner", str(variants), "--profile", ""]))
+    fake = tmp_path / "cli.py"
+    fake.write_text(FAKE_CLI)
+    drv.cli = [sys.executable, str(fake)]
+    drv.params = lambda extra: None  # profile apply is not under test
+    drv.out.mkdir(parents=True)
+    (work / "params.yaml").write_text("{}\n")
+    (work / "data/checkpoints/sft_planner").mkdir(parents=True)
+    (work / "data/checkpoints/sft_planner/steps").write_text("100")  # the profile's own Planner
+    drv.tune_planner()
+
+    calls = Path(str(fake) + ".calls").read_text().splitlines()
+    assert sorted(c for c in calls if " sft " in c) == ["s200 sft --role planner", "s300 sft --role planner"]
+    assert len([c for c in calls if "evaluate" in c]) == 5
+    rows = {r.split("\t")[0]: r.split("\t") for r in (drv.out / "tune_planner.tsv").read_text().splitlines()}
+    # s300 at 0.2: 4 of 10 pass against the profile's 1; t0.2 uses the profile's Planner (2 of 10)
+    assert rows["s300_t0.2"][3:6] == ["0.4000", "0.3000", "+0.1000"] and rows["t0.2"][3] == "0.2000"
+    assert rows["s300_t0.2"][2] == "0.5000" and rows["profile"][6] == ""  # val loss of the shared training
+    assert (drv.out / "planner_chosen.txt").read_text() == "s300_t0.2\n"
+    assert drv.planner == ["sft.planner.max_steps=300", "agents.sampling.planner.temperature=0.2"]
+    # the chosen Planner is now the team's; the profile's own is kept beside it
+    assert (work / "data/checkpoints/sft_planner/steps").read_text() == "300"
+    assert (work / "data/checkpoints/sft_planner_profile/steps").read_text() == "100"
+    mod.report(work, drv.out, [1], ["both"])
+    assert (drv.out / "results.md").read_text().startswith("SFT team's Planner chosen on the dev split: **s300_t0.2**")
+
+
+def test_tune_planner_refuses_a_variant_named_profile_and_sft_from(tmp_path):
+    mod = _module()
+    (tmp_path / "v.yaml").write_text("profile: {sft.planner.max_steps: 3}\n")
+    drv = mod.Driver(mod.parse_args(["--work", str(tmp_path / "w"), "--tune-planner", str(tmp_path / "v.yaml")]))
+    with pytest.raises(SystemExit, match="v.yaml: must map variant names"):
+        drv.tune_planner()
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--work", "w", "--tune-planner", "v.yaml", "--sft-from", "x"])
+    assert not (tmp_path / "w").exists()
+
+
+def test_choose_planner_without_a_scored_variant_names_the_table(tmp_path):
+    mod = _module()
+    rows = [{"variant": "profile", "pass_at_1": ""}, {"variant": "s3", "pass_at_1": ""}]
+    with pytest.raises(SystemExit, match="tune_planner.tsv: no Planner variant was scored"):
+        mod.choose_planner(rows, tmp_path / "tune_planner.tsv")
