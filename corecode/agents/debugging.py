@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from corecode import pysource
 from corecode.agents import prompts as P
 from corecode.agents.extract import build_program, extract_code
 from corecode.agents.teams import Attempt, Team
@@ -67,7 +68,7 @@ def _literal_prefix(src: str) -> tuple[bool, Any]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                value = ast.literal_eval(chunk)
+                value = pysource.literal_eval(chunk)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         # The literal must end at a word boundary: '""abc"' is a typo, not the empty string followed by prose.
@@ -93,10 +94,10 @@ def docstring_examples(problem: Problem) -> list[TestCase]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                call = ast.parse(text[m.start() : close + 1], mode="eval").body
+                call = pysource.parse(text[m.start() : close + 1], mode="eval").body
             if not isinstance(call, ast.Call) or call.keywords:
                 continue
-            args = [ast.literal_eval(a) for a in call.args]
+            args = [pysource.literal_eval(a) for a in call.args]
         except (ValueError, SyntaxError, TypeError, RecursionError):
             continue
         line_end = text.find("\n", close)
@@ -131,7 +132,7 @@ def visible_tests(problem: Problem, k: int) -> list[TestCase]:
 def _call_text(problem: Problem, test: TestCase) -> str:
     if problem.io_mode == "function" and problem.entry_point:
         try:
-            args = ast.literal_eval(test.input)
+            args = pysource.literal_eval(test.input)
             return f"{problem.entry_point}({', '.join(repr(a) for a in args)})"
         except (ValueError, SyntaxError, TypeError):
             pass

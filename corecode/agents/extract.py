@@ -15,6 +15,7 @@ import re
 import textwrap
 import warnings
 
+from corecode import pysource
 from corecode.agents.prompts import PLAN_CLOSE, PLAN_OPEN, Extracted
 from corecode.data.schema import Problem
 
@@ -154,7 +155,7 @@ def _parse(code: str) -> ast.Module | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return ast.parse(code)
+            return pysource.parse(code)
         except (SyntaxError, ValueError, MemoryError, RecursionError):  # ValueError: null bytes
             return None
 

@@ -12,6 +12,7 @@ import ast
 import re
 from collections import defaultdict
 
+from corecode import pysource
 from corecode.data.composite import run_gold
 from corecode.data.schema import Problem
 
@@ -32,7 +33,7 @@ def copy_baseline(train: list[Problem], evals: list[Problem]) -> dict[str, float
     hits: dict[str, list[bool]] = defaultdict(list)
     for p in evals:
         best = train[int(bm25.get_scores(tok(p)).argmax())]
-        args = [ast.literal_eval(t.input) for t in p.tests]
+        args = [pysource.literal_eval(t.input) for t in p.tests]
         try:
             ok = [repr(x) for x in run_gold(best.reference_solution, p.entry_point, args)] == [t.output for t in p.tests]
         except Exception:  # the copied code crashes on these inputs: a failure, like any other

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corecode import pysource
 from corecode.data.config import DataParams, SourceLimits
 from corecode.paths import PROCESSED, REPORTS
 
@@ -61,7 +62,7 @@ def code_parses(code: str | None) -> bool:
     if not isinstance(code, str):  # None, or the NaN pandas shows for a JSON null
         return False
     try:
-        ast.parse(code)
+        pysource.parse(code)
     except SyntaxError:
         return False
     return bool(code and code.strip())

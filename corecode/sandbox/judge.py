@@ -16,7 +16,13 @@ import sys
 import threading
 from pathlib import Path
 
-from corecode.sandbox.judge_server import is_plain, parse_literal  # noqa: F401  (re-exported)
+from corecode import pysource
+from corecode.sandbox import judge_server
+from corecode.sandbox.judge_server import is_plain  # noqa: F401  (re-exported)
+
+# The judge server's parsing helpers, for host callers in any thread (corecode.pysource says why).
+parse_literal = pysource.locked(judge_server.parse_literal)
+literal = pysource.locked(judge_server.literal)
 
 _JUDGE_FILE = Path(__file__).with_name("judge_server.py")
 

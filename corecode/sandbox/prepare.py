@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from corecode import pysource
 from corecode.data.schema import Problem
-from corecode.sandbox.judge import JudgeError
-from corecode.sandbox.judge_server import literal
+from corecode.sandbox.judge import JudgeError, literal
 
 CACHE_VERSION = 3  # 2: PreparedProblem.cls; 3: literal check()s read from their text
 SOLUTION_CLASS = "Solution"
@@ -87,7 +87,7 @@ def _constant(node: ast.AST):
     if isinstance(node, (ast.Tuple, ast.List)) and not isinstance(node.ctx, ast.Store):
         values = [_constant(e) for e in node.elts]
         return tuple(values) if isinstance(node, ast.Tuple) else values
-    return ast.literal_eval(node)
+    return pysource.literal_eval(node)
 
 
 @functools.lru_cache(maxsize=4096)  # preparing a problem and grading its samples read the same check
@@ -97,7 +97,7 @@ def literal_check_calls(check_code: str) -> tuple[tuple[str, object, str, bool],
     aside), in order; None for any other check. Such a check's calls and expected values are its own text: nothing
     needs to run to know them, and grading replays it on the host (``Sandbox``), without the judge."""
     try:
-        tree = ast.parse(check_code)
+        tree = pysource.parse(check_code)
     except (SyntaxError, ValueError):
         return None
     checks = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "check"]

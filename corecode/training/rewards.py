@@ -17,6 +17,7 @@ import asyncio
 import re
 from collections.abc import Iterable, Sequence
 
+from corecode import pysource
 from corecode.agents.extract import build_program, extract_code, extract_plan
 from corecode.agents.prompts import PLAN_CLOSE
 from corecode.data.schema import Problem
@@ -34,7 +35,7 @@ def plan_format_ok(text: str) -> float:
 
 def parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pysource.parse(code)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -82,7 +83,7 @@ def code_constants(code: str | None) -> set[tuple[str, object]] | None:
     """String and integer literals of a program (``-1`` counts as -1; docstrings do not count); None if it does
     not parse."""
     try:
-        tree = ast.parse(code or "")
+        tree = pysource.parse(code or "")
     except (SyntaxError, ValueError):
         return None
     skip = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
@@ -175,7 +176,7 @@ def planner_reward(
 def _defined_functions(code: str | None) -> dict[str, ast.AST] | None:
     """Top-level functions of ``code`` by name, or None when it does not parse."""
     try:
-        tree = ast.parse(code or "")
+        tree = pysource.parse(code or "")
     except (SyntaxError, ValueError):
         return None
     return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

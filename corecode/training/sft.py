@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corecode import pysource
 from corecode.generation.render import use_chat
 from corecode.paths import CHECKPOINTS, PROCESSED, REPORTS
 from corecode.training.sft_config import ROLES, ResolvedSFT, SFTParams
@@ -383,7 +384,6 @@ def sample_check(
     code): fraction whose extracted code parses, and greedy pass rate / mean pass fraction from ``corecode.sandbox``
     (the generated code runs nowhere else). Returns ``{"check_n", "check_parses", "check_pass_rate", ...}``.
     """
-    import ast
 
     from corecode.agents.extract import build_program, extract_code, extract_plan
     from corecode.agents.prompts import coder_prompt, planner_prompt
@@ -411,7 +411,7 @@ def sample_check(
 
     def parses(src: str) -> bool:
         try:
-            ast.parse(src)
+            pysource.parse(src)
         except (SyntaxError, ValueError):
             return False
         return bool(src.strip())

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from corecode import pysource
 from corecode.data.schema import Problem
 
 
@@ -65,7 +66,7 @@ def json_field(value: Any) -> Any:
 def first_call_name(asserts: list[str]) -> str:
     """The function an MBPP-style ``assert f(...) == ...`` calls (the problem's entry point)."""
     for a in asserts:
-        for node in ast.walk(ast.parse(a)):
+        for node in ast.walk(pysource.parse(a)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in {
                 "set", "abs", "round", "sorted", "list", "tuple", "math", "isclose", "len", "str", "int", "float",
             }:
