@@ -61,3 +61,16 @@ def test_parsing_from_several_threads_never_raises_the_ast_depth_error():
         assert "recursion depth mismatch" in _run("plain", 10)
     assert _run("pysource", 2) == "ok"
     assert _run("literal", 2) == "ok"
+
+
+def test_host_code_parses_only_through_pysource():
+    # judge_server.py and zygote.py run in their own single-threaded processes (the judge, the sandboxed candidate)
+    own_process = {"pysource.py", "judge_server.py", "zygote.py"}
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "corecode").rglob("*.py"))
+        if path.name not in own_process
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if ("ast.parse(" in line or "ast.literal_eval(" in line) and not line.lstrip().startswith(("#", '"', "``"))
+    ]
+    assert not offenders, f"parse through corecode.pysource (thread-safe) instead of ast: {offenders}"
