@@ -22,7 +22,8 @@ With `--tune-planner VARIANTS.yaml`, before that, the SFT team's Planner is chos
 variant, and the profile's own Planner (`profile`), is scored as a team with the one SFT Coder on `composite_dev`, with
 the Coder alone beside it (its Collaboration Gain). The variant with the highest dev pass@1 (the Coder is the same in
 every row, so also the highest Collaboration Gain) gives the SFT team of every later step: its Planner replaces the
-profile's and its overrides join every command. The table goes to `<out>/tune_planner.tsv` and into the report.
+profile's and its overrides join every command. The table goes to `<out>/tune_planner.tsv` and into the report, the
+overrides to `<work>/sft_team_overrides.json`, which a later run with `--sft-from <work>` applies too.
 
 Every team is evaluated on the same test problems, one sample each, with the same sampling seed (common random numbers),
 and compared per seed and pooled over seeds by one-sided paired bootstraps
@@ -62,6 +63,7 @@ DEV = "composite_dev"
 PLANNER_DEV = [f"evaluate.benchmarks=[{DEV}]", "evaluate.collaboration_gain=true",
                f"evaluate.collaboration_gain_benchmarks=[{DEV}]"]  # fmt: skip
 PROFILE = "profile"  # the --tune-planner row of the profile's own Planner
+SFT_TEAM = "sft_team_overrides.json"  # in a work directory: the overrides of its SFT team's Planner (--tune-planner)
 ARMS = {
     "both": ["grpo.team.frozen_roles=[]"],
     "coder": ["grpo.team.frozen_roles=[planner]"],
@@ -208,6 +210,10 @@ class Driver:
                 (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
                 if not (self.work / rel).exists():
                     (self.work / rel).symlink_to(src / rel)
+            if (src / SFT_TEAM).is_file():  # the Planner chosen there is the team here: its overrides hold too
+                self.planner = json.loads((src / SFT_TEAM).read_text())
+                (self.work / SFT_TEAM).write_text(json.dumps(self.planner) + "\n")
+                self.params(self.isolation + self.planner)
             return
         for stage in (["build-data"], ["init-model"]):
             if self.corecode(stage[0], self.work, *stage):
@@ -270,6 +276,7 @@ class Driver:
             ckpt = self.work / "data/checkpoints/sft_planner"
             ckpt.rename(ckpt.with_name(f"sft_planner_{PROFILE}"))
             ckpt.symlink_to((self.work / "tune_planner" / chosen / "data/checkpoints/sft_planner").resolve())
+        (self.work / SFT_TEAM).write_text(json.dumps(self.planner) + "\n")
         self.params(self.isolation + self.planner)
 
     def run_dir(self, run: str) -> Path:

@@ -191,6 +191,7 @@ def test_tune_planner_trains_once_per_sft_overrides_and_the_best_dev_planner_bec
     assert rows["s300_t0.2"][2] == "0.5000" and rows["profile"][6] == ""  # val loss of the shared training
     assert (drv.out / "planner_chosen.txt").read_text() == "s300_t0.2\n"
     assert drv.planner == ["sft.planner.max_steps=300", "agents.sampling.planner.temperature=0.2"]
+    assert json.loads((work / mod.SFT_TEAM).read_text()) == drv.planner  # for a later --sft-from run
     # the chosen Planner is now the team's; the profile's own is kept beside it
     assert (work / "data/checkpoints/sft_planner/steps").read_text() == "300"
     assert (work / "data/checkpoints/sft_planner_profile/steps").read_text() == "100"
@@ -214,3 +215,21 @@ def test_choose_planner_without_a_scored_variant_names_the_table(tmp_path):
     rows = [{"variant": "profile", "pass_at_1": ""}, {"variant": "s3", "pass_at_1": ""}]
     with pytest.raises(SystemExit, match="tune_planner.tsv: no Planner variant was scored"):
         mod.choose_planner(rows, tmp_path / "tune_planner.tsv")
+
+
+def test_sft_from_applies_the_planner_chosen_there(tmp_path):
+    mod = _module()
+    earlier = tmp_path / "earlier"
+    for rel in mod.SFT_FROM:
+        (earlier / rel).mkdir(parents=True)
+    chosen = ["sft.planner.max_steps=1500", "agents.sampling.planner.temperature=0.2"]
+    (earlier / mod.SFT_TEAM).write_text(json.dumps(chosen))
+    work = tmp_path / "w"
+    drv = mod.Driver(mod.parse_args(["--work", str(work), "--sft-from", str(earlier), "--profile", ""]))
+    drv.cli = [sys.executable, "-c", "pass"]  # the sandbox self-test passes at once
+    calls = []
+    drv.params = calls.append  # what each `profile apply` would add
+    drv.setup()
+    assert drv.planner == chosen and calls[-1] == drv.isolation + chosen
+    assert json.loads((work / mod.SFT_TEAM).read_text()) == chosen  # passed on to a run that starts from this one
+    assert (work / "data/checkpoints/sft_planner").resolve() == (earlier / "data/checkpoints/sft_planner").resolve()
