@@ -201,19 +201,18 @@ class Driver:
             sys.exit(f"--sft-from {self.args.sft_from}: no {', '.join(missing)} (not a finished run of this script)")
         self.out.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
+        if self.args.sft_from and (self.args.sft_from / SFT_TEAM).is_file():  # the Planner chosen there is the team
+            self.planner = json.loads((self.args.sft_from / SFT_TEAM).read_text())
+            (self.work / SFT_TEAM).write_text(json.dumps(self.planner) + "\n")
         self.params([])
         self.isolation = self.pick_isolation()
-        self.params(self.isolation)
+        self.params(self.isolation + self.planner)
         if self.args.sft_from:  # another work directory's data, SFT team and its evaluation
             src = self.args.sft_from.resolve()
             for rel in SFT_FROM:
                 (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
                 if not (self.work / rel).exists():
                     (self.work / rel).symlink_to(src / rel)
-            if (src / SFT_TEAM).is_file():  # the Planner chosen there is the team here: its overrides hold too
-                self.planner = json.loads((src / SFT_TEAM).read_text())
-                (self.work / SFT_TEAM).write_text(json.dumps(self.planner) + "\n")
-                self.params(self.isolation + self.planner)
             return
         for stage in (["build-data"], ["init-model"]):
             if self.corecode(stage[0], self.work, *stage):
@@ -225,15 +224,19 @@ class Driver:
         if any(rcs):
             sys.exit(f"SFT failed: {self.work}/sft_*.log")
 
-    def planner_dir(self, name: str) -> Path:
-        """A --tune-planner variant's directory: the build's data, base checkpoint and SFT Coder, linked."""
-        d = self.work / "tune_planner" / name
+    def scratch_dir(self, d: Path, links: tuple[str, ...]) -> Path:
+        """d with the work directory's params.yaml copied in and ``links`` (paths under it) linked."""
         (d / "data/checkpoints").mkdir(parents=True, exist_ok=True)
         shutil.copy(self.work / "params.yaml", d / "params.yaml")
-        for rel in ("data/processed", "data/checkpoints/base", "data/checkpoints/sft_coder"):
+        for rel in links:
             if not os.path.lexists(d / rel):
                 (d / rel).symlink_to(self.work / rel)
         return d
+
+    def planner_dir(self, name: str) -> Path:
+        """A --tune-planner variant's directory: the build's data, base checkpoint and SFT Coder, linked."""
+        links = ("data/processed", "data/checkpoints/base", "data/checkpoints/sft_coder")
+        return self.scratch_dir(self.work / "tune_planner" / name, links)
 
     def planner_group(self, train_sets: tuple[str, ...], names: list[str], variants: dict[str, list[str]]) -> None:
         """Train one Planner (or link the profile's where train_sets is empty), then evaluate each variant using it."""
@@ -280,13 +283,8 @@ class Driver:
         self.params(self.isolation + self.planner)
 
     def run_dir(self, run: str) -> Path:
-        d = self.work / "runs" / run
-        (d / "data/checkpoints").mkdir(parents=True, exist_ok=True)
-        shutil.copy(self.work / "params.yaml", d / "params.yaml")
-        for rel in ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder"):
-            if not (d / rel).exists():
-                (d / rel).symlink_to(self.work / rel)
-        return d
+        links = ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder")
+        return self.scratch_dir(self.work / "runs" / run, links)
 
     def train_and_eval(self, arm: str, seed: int) -> None:
         if self.args.deadline and time.time() - self.t0 > self.args.deadline:
@@ -458,19 +456,16 @@ def planner_tune_lines(out: Path) -> list[str]:
 def tune_lines(out: Path) -> list[str]:
     """The dev sweep's table and the choice, for the report (nothing without --tune)."""
     if not (out / "chosen.txt").is_file():
-        return planner_tune_lines(out) + (["Test split:", ""] if (out / "planner_chosen.txt").is_file() else [])
+        return []
     rows = (out / "tune.tsv").read_text().splitlines()
     cols = rows[0].split("\t")
     keep = [cols.index(c) for c in ("variant", "overrides", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater")]
-    lines = planner_tune_lines(out) + [
-        f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**",
-        "",
-    ]
+    lines = [f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**", ""]
     lines += ["| dev run | overrides | pass@1 | SFT pass@1 | delta | p (run > SFT) |", "|---|---|---:|---:|---:|---:|"]
     for row in rows[1:]:
         cells = row.split("\t")
         lines.append("| " + " | ".join(cells[i] for i in keep) + " |")
-    return lines + ["", "Test split:", ""]
+    return lines + [""]
 
 
 def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
@@ -489,7 +484,9 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
         "runs": {},
         "pairs": {},
     }
-    lines = tune_lines(out) + [
+    lines = planner_tune_lines(out) + tune_lines(out)  # the dev-split choices, where there were any
+    lines += ["Test split:", ""] if lines else []
+    lines += [
         "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Collaboration Gain |",
         "|---|---:|---:|---|---|---|",
     ]
