@@ -296,9 +296,10 @@ class Sandbox:
         try:
             for _attempt in range(2):
                 ex = worker.execute(request, on_record)  # a failing worker restarts itself (worker.py)
-                # A worker found dead before the sample produced anything (killed from outside, or it died with
-                # the sample ahead of this one): retry once on it, restarted.
-                if ex.final is not None or ex.records or ex.load is not None or ex.host_timeout:
+                # A worker lost before the sample ended (killed from outside, even while the sample ran, or dead
+                # with the sample ahead of it) runs the sample once more, restarted. A sample that kills its jail
+                # kills the second one too and is reported; one the host timed out is not run again.
+                if ex.final is not None or ex.host_timeout:
                     break
         finally:
             self._workers.put(worker)

@@ -467,6 +467,32 @@ def test_killed_zygote_is_replaced(sandbox, mix_problem):
     assert all(r.passed for r in results), results
 
 
+def test_jail_killed_from_outside_while_the_sample_runs_is_run_again(sandbox, mix_problem):
+    """A jail killed from outside after the sample has begun (its "compiled" record is in) runs it again, restarted:
+    under load, a kill's end reaches the jail's processes only after the next sample has begun."""
+    program = "import time\ntime.sleep(0.3)\n" + MIX_REFERENCE
+    killed = []
+
+    def kill_once_begun() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for w in list(sandbox._all_workers):
+                with w._cond:
+                    begun = bool(w._line) and w._line[0].ex.load is not None
+                if begun:
+                    killed.append(w.proc.pid)
+                    os.kill(w.proc.pid, 9)
+                    return
+            time.sleep(0.005)
+
+    killer = threading.Thread(target=kill_once_begun)
+    killer.start()
+    result = sandbox.run(mix_problem, program)
+    killer.join()
+    assert killed, "the sample never began"
+    assert result.passed, result
+
+
 def test_workers_restarted_from_a_short_lived_thread_stay_up(sandbox, mix_problem):
     # bwrap --die-with-parent follows the forking *thread*; restarts must not die with the caller's thread.
     for w in list(sandbox._all_workers):
