@@ -11,6 +11,9 @@ PORT="${PREFECT_PORT:-4200}"
 export PREFECT_API_URL="http://127.0.0.1:${PORT}/api"
 # The server otherwise sends usage telemetry to an outside host; this machine has (and wants) no such traffic.
 export PREFECT_SERVER_ANALYTICS_ENABLED="${PREFECT_SERVER_ANALYTICS_ENABLED:-false}"
+# The client retries 408, 429, 502 and 503 but not 500, which this SQLite-backed server can answer now and then: a flow
+# whose final state change met one would crash after its work is done (docs/prefect.md).
+export PREFECT_CLIENT_RETRY_EXTRA_CODES="${PREFECT_CLIENT_RETRY_EXTRA_CODES:-500}"
 export DO_NOT_TRACK="${DO_NOT_TRACK:-true}" MLFLOW_DISABLE_TELEMETRY="${MLFLOW_DISABLE_TELEMETRY:-true}"
 PREFECT="${PREFECT:-prefect}"
 

@@ -13,6 +13,8 @@ import pytest
 # No usage telemetry from MLflow or Prefect (this machine has no outside network); set before either is imported.
 os.environ.setdefault("DO_NOT_TRACK", "true")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# As flows/start_local.sh: the client also retries a 500, which the test servers (on SQLite) can answer now and then.
+os.environ.setdefault("PREFECT_CLIENT_RETRY_EXTRA_CODES", "500")
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # `flows` is a top-level directory of the repo, not part of the corecode package

@@ -192,10 +192,11 @@ def test_uis_show_the_pipeline_run(tmp_path, monkeypatch, free_port):
     from mlflow import MlflowClient
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_RETRY_EXTRA_CODES, temporary_settings
 
     from flows.pipeline import pipeline
 
+    assert PREFECT_CLIENT_RETRY_EXTRA_CODES.value() == {500}  # tests/flows/conftest.py, as flows/start_local.sh
     project = _project(tmp_path / "proj")
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
@@ -255,6 +256,11 @@ def test_uis_show_the_pipeline_run(tmp_path, monkeypatch, free_port):
             _check_mlflow(browser, mlflow_ui, exp, train_run.info.run_id, report_run.info.run_id, n_plots)
             _check_prefect(browser, prefect_ui, flow_run, report.id, n_plots)
             _check_dvc_plots(browser, project)
+    except BaseException:
+        for log in (tmp_path / "prefect.log", tmp_path / "mlflow.log"):  # the servers' side of a failure
+            if log.exists():
+                print(f"--- {log.name}, last 6000 characters ---\n{log.read_text()[-6000:]}")
+        raise
     finally:
         for proc in servers:
             _stop(proc)
