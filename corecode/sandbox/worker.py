@@ -222,7 +222,10 @@ class Worker:
             self.proc.wait()
             for f in (self.proc.stdin, self.proc.stdout):
                 if f and not f.closed:
-                    f.close()
+                    try:
+                        f.close()
+                    except BrokenPipeError:  # a request left in stdin's buffer by a failed send: the jail is gone
+                        pass  # close() has closed the pipe all the same
             self.proc = None
         if self.stderr is not None:  # also where Popen failed and there is no process
             self.stderr.close()

@@ -4,7 +4,9 @@ check() replay (tolerances, property checks), stdin/stdout comparison, subsets, 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -302,6 +304,27 @@ def test_a_dead_jail_says_why_it_died():
         assert re.fullmatch(r"exit status 1: KeyError: 'limits'", worker._exit_status())
     finally:
         worker._stop_process()
+
+
+def test_a_jail_whose_stdin_holds_unsent_bytes_stops_without_raising():
+    """A request sent to a jail that has just died stays in the stdin buffer (the flush fails with EPIPE); stopping the
+    jail must not fail on it: raising there would reach the I/O thread's last-resort handler, whose second restart
+    fails the sample queued next (its retry included) with "sandbox failure: BrokenPipeError"."""
+    from corecode.sandbox.worker import Worker
+
+    worker = Worker(SandboxParams(workers=1, cache_dir=None), 0)
+    worker.start()
+    try:
+        os.killpg(worker.proc.pid, signal.SIGKILL)
+        worker.proc.wait(timeout=30)
+        with pytest.raises(BrokenPipeError):  # once the kill has reached the jail's last process
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                worker._send({"sid": 1})
+                time.sleep(0.01)
+    finally:
+        worker._stop_process()
+    assert worker.proc is None and worker.res_fds == []
 
 
 def test_zygote_waits_while_the_process_limit_refuses_a_fork():
