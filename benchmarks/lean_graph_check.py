@@ -8,6 +8,7 @@ its B matrices made non-zero so the adapters matter); no tokenizer or checkpoint
 
     python benchmarks/lean_graph_check.py                 # 1.5B shape, 16 rows, 64 prompt + 64 new tokens
     python benchmarks/lean_graph_check.py --lora --rows 64
+    python benchmarks/lean_graph_check.py --lora --device cuda:1   # a model on the second GPU (the roles split)
 
 Checks: (1) teacher-forced, the graphed step's logits equal the eager step's for ``--new-tokens`` steps (bf16:
 largest difference at most 2% of the largest logit); (2) both loops decode ``--new-tokens`` tokens a row, EOS blocked
@@ -15,6 +16,11 @@ largest difference at most 2% of the largest logit); (2) both loops decode ``--n
 ratio, and the bound a step of this shape has from reading its weights and KV cache at the card's bandwidth, and where
 a graphed run's time goes (``phases_ms``: the prefill, recording the graph, one replay, one token's sampling, one
 look at the finished flags; each synchronised on its own, so their sum may exceed a run's per-token time).
+
+With ``--device`` other than the current GPU, a graph is first recorded on the current one, as the Planner's decode
+does before the Coder's when the roles sit on two GPUs in one process (``grpo.team.planner_device`` /
+``coder_device``): torch's default capture stream is then on the other GPU, and check (1) shows whether the model's
+own graph still records its step.
 """
 
 from __future__ import annotations
@@ -36,10 +42,10 @@ QWEN_EOS = {151643, 151645}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def build(shape: str, lora: bool):
+def build(shape: str, lora: bool, device: torch.device):
     cfg = Qwen2Config(**QWEN25_CODER_SHAPES[shape], max_position_embeddings=4096, attn_implementation="sdpa")
     torch.manual_seed(0)
-    with torch.device("cuda"):
+    with device:
         model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
     if lora:
         from peft import LoraConfig, get_peft_model
@@ -71,12 +77,12 @@ def teacher_forced_gap(model, ids, mask, steps: int) -> float:
 
 
 def _ms(fn, repeats: int = 1) -> float:
-    """Milliseconds of one call of ``fn`` (mean of ``repeats``), the GPU synchronised before and after."""
-    torch.cuda.synchronize()
+    """Milliseconds of one call of ``fn`` (mean of ``repeats``), the GPUs synchronised before and after."""
+    _sync()
     start = time.perf_counter()
     for _ in range(repeats):
         fn()
-    torch.cuda.synchronize()
+    _sync()
     return 1000 * (time.perf_counter() - start) / repeats
 
 
@@ -105,13 +111,25 @@ def graphed_phases(model, ids, mask, new: int, top_p: float) -> dict[str, float]
     return {k: round(v, 3) for k, v in out.items()}
 
 
+def _sync() -> None:
+    for i in range(torch.cuda.device_count()):
+        torch.cuda.synchronize(i)
+
+
+def record_on_current_device() -> None:
+    """One small graph recorded on the current GPU with torch's default capture stream (see the module doc)."""
+    x = torch.zeros(1, device=torch.device("cuda", torch.cuda.current_device()))
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        x.add_(1)
+
+
 def timed(model, graphs: bool, ids, mask, new: int, top_p: float) -> tuple[float, torch.Tensor]:
     dec = LeanDecoder(model, graphs=graphs)
     for _ in range(2):  # the second run is timed (the first warms the allocator and cuBLAS)
-        torch.cuda.synchronize()
+        _sync()
         start = time.perf_counter()
         out = dec.run(ids, mask, new, 0, QWEN_EOS, 1.0, top_p, block_eos=True)
-        torch.cuda.synchronize()
+        _sync()
     return time.perf_counter() - start, out
 
 
@@ -123,13 +141,19 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=64)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--top-p", type=float, default=0.95)
+    ap.add_argument("--device", default="cuda", help="the model's GPU (default: the current one), e.g. cuda:1")
     ap.add_argument("--bandwidth-gbs", type=float, default=None, help="card bandwidth (default: H100 3350, H200 4800)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("error: lean_graph_check.py needs a CUDA GPU (CUDA graphs)")
-    model = build(a.shape, a.lora)
+    device = torch.device(a.device)
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        sys.exit(f"error: --device {a.device}: {torch.cuda.device_count()} GPU(s) visible")
+    if device.index not in (None, torch.cuda.current_device()):
+        record_on_current_device()
+    model = build(a.shape, a.lora, device)
     vocab = model.config.vocab_size
-    ids = torch.randint(0, vocab, (a.rows, a.prompt_tokens), device="cuda")
+    ids = torch.randint(0, vocab, (a.rows, a.prompt_tokens), device=device)
     mask = torch.ones_like(ids)
     mask[::2, : a.prompt_tokens // 4] = 0
     with torch.no_grad():
@@ -138,7 +162,7 @@ def main() -> None:
         graph_s, graph_out = timed(model, True, ids, mask, a.new_tokens, a.top_p)
         phases = graphed_phases(model, ids, mask, a.new_tokens, a.top_p)
     tokens = a.rows * a.new_tokens
-    name = torch.cuda.get_device_name()
+    name = torch.cuda.get_device_name(device)
     bandwidth = a.bandwidth_gbs or (4800.0 if "H200" in name else 3350.0)
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     cfg = model.config
@@ -148,6 +172,7 @@ def main() -> None:
     bound_step_s = (weights + kv) / (bandwidth * 1e9)
     summary = {
         "device": name,
+        "device_index": str(device),
         "torch": torch.__version__,
         "shape": a.shape,
         "lora": a.lora,

@@ -263,19 +263,24 @@ class _GraphedStep:
         self.tokens.copy_(tokens)
         self.positions.copy_(positions)
         self.slot.fill_(slot)
-        if self.keep.device.type != "cuda":
+        dev = self.keep.device
+        if dev.type != "cuda":
             return self._step()
-        if self.graph is not None:
-            self.graph.replay()
-            return self.logits
-        # The first call computes this token on a side stream (CUDA's recipe: lazy initialisations such as cuBLAS
-        # workspaces must not happen during capture), then records the graph, which capture does not run.
-        side = torch.cuda.Stream(device=self.keep.device)
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            logits = self._step()
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-            self.logits = self._step()
+        # Everything on the decoder's own GPU, which need not be the current device (the roles on two GPUs in one
+        # process): torch.cuda.graph's default capture stream is one per process, made on whichever device was
+        # current at the first capture, so a model on another GPU is captured on its own stream instead.
+        with torch.cuda.device(dev):
+            if self.graph is not None:
+                self.graph.replay()
+                return self.logits
+            # The first call computes this token on a side stream (CUDA's recipe: lazy initialisations such as
+            # cuBLAS workspaces must not happen during capture), then records the graph, which capture does not run.
+            side = torch.cuda.Stream(device=dev)
+            side.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(side):
+                logits = self._step()
+            torch.cuda.current_stream(dev).wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, stream=side, capture_error_mode="thread_local"):
+                self.logits = self._step()
         return logits
