@@ -30,11 +30,17 @@ and compared per seed and pooled over seeds by one-sided paired bootstraps
 (`corecode.evaluation.stats.paired_bootstrap`). The recipe (`--set` overrides; the defaults are the embedded default's
 dev-split recipe) is to be fixed before the run: reading the test split is then a final report, and a recipe chosen
 after reading these numbers is reported as such. Writes `<out>/results.md` (tables), `<out>/results.json`,
-`<out>/steps.tsv` (every command's return code and seconds) and keeps every log under the work directory.
+`<out>/scores.json` (every team's per-problem pass@1), `<out>/steps.tsv` (every command's return code and seconds) and
+keeps every log under the work directory.
+
+`--pool OUT [OUT ...]` runs nothing: it pools the seeds of earlier runs' `out` directories (seeds run on different
+machines, say) into one report under `--out`, from their `scores.json` and `results.json`. Their SFT teams' per-problem
+scores must be equal (the same build and SFT team, as a rebuilt gpu-dev profile gives), and each run may come once.
 
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/seeds --out /tmp/seeds/out --seeds 1 2 3 --jobs 4
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/tuned --tune benchmarks/gpu_dev_variants.yaml --jobs 8 \
         --set data.composite.n_dev=1500
+    python3 benchmarks/gpu_dev_seeds.py --pool /tmp/a/out /tmp/b/out --out /tmp/pooled
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/tp --tune-planner benchmarks/gpu_dev_planner_variants.yaml \
         --tune benchmarks/gpu_dev_variants.yaml --jobs 12 --set data.composite.n_dev=1500
 
@@ -107,7 +113,7 @@ PLANNER_KEYS = [
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, required=True, help="Work directory (created).")
+    ap.add_argument("--work", type=Path, help="Work directory (created); required unless --pool.")
     ap.add_argument("--out", type=Path, help="Where the tables go (default <work>/out).")
     ap.add_argument("--profile", default="gpu-dev", help="Profile to apply to params.yaml ('' = params.yaml as is).")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -130,7 +136,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument(
         "--tune-planner", type=Path, help="Variants file: choose the SFT team's Planner on the dev split first (above)."
     )
+    ap.add_argument("--pool", type=Path, nargs="+", metavar="OUT", help="Pool earlier runs' out directories (above).")
     args = ap.parse_args(argv)
+    if args.pool and not args.out:
+        ap.error("--pool needs --out, the directory the pooled report goes to")
+    if not args.pool and not args.work:
+        ap.error("--work is required (unless --pool)")
     if args.tune_planner and args.sft_from:
         ap.error("--tune-planner trains Planners from this work directory's own build; it cannot take --sft-from")
     return args
@@ -469,8 +480,49 @@ def tune_lines(out: Path) -> list[str]:
 
 
 def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
+    """The report of one work directory's runs (module doc)."""
     sft = read_scores(work, "planner_coder_sft")
     scores = {(arm, s): read_scores(work / "runs" / f"{arm}_s{s}", "planner_coder_grpo") for arm in arms for s in seeds}
+    logs = {(arm, s): log_summary(work / "runs" / f"{arm}_s{s}/data/reports/train/grpo_team.json") for arm, s in scores}
+    write_report(out, sft, scores, logs, seeds, arms)
+
+
+def pool(dirs: list[Path], out: Path) -> None:
+    """One report over the seeds of several earlier runs' out directories (their scores.json and results.json)."""
+    sft, first, scores, logs = None, None, {}, {}
+    for d in dirs:
+        path = d / "scores.json"
+        try:
+            teams = json.loads(path.read_text())["teams"]
+            runs = json.loads((d / "results.json").read_text()).get("runs", {})
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"{path}: cannot read this run's scores ({e}); only a finished run of this script writes them")
+        if "sft" in teams:
+            if sft is None:
+                sft, first = teams["sft"], path
+            elif teams["sft"] != sft:
+                sys.exit(f"{path}: its SFT team's per-problem scores differ from {first}'s (another build or SFT team)")
+        for run, sc in teams.items():
+            if run == "sft":
+                continue
+            arm, _, seed = run.rpartition("_s")
+            if arm not in ARMS or not seed.isdigit():
+                sys.exit(f"{path}: team {run!r} is not <arm>_s<seed> with an arm of {sorted(ARMS)}")
+            if (arm, int(seed)) in scores:
+                sys.exit(f"{path}: {run} is in an earlier directory too; give each run once")
+            scores[arm, int(seed)], logs[arm, int(seed)] = sc, runs.get(run, {})
+    if sft is None:
+        sys.exit(f"--pool: none of {', '.join(map(str, dirs))} holds the SFT team's scores")
+    seeds = sorted({s for _, s in scores})
+    arms = [a for a in ARMS if any(arm == a for arm, _ in scores)]
+    out.mkdir(parents=True, exist_ok=True)
+    pooled = {(a, s): scores.get((a, s)) for a in arms for s in seeds}
+    write_report(out, sft, pooled, logs, seeds, arms, sources=dirs)
+
+
+def write_report(out: Path, sft, scores: dict, logs: dict, seeds: list[int], arms: list[str], sources=()) -> None:
+    """results.md, results.json and scores.json under ``out``: each run's pass@1 and training measurements, and the
+    paired comparisons per seed and pooled over the seeds that have both runs."""
 
     def scores_of(method: str, seed: int) -> dict | None:
         return sft if method == "sft" else scores.get((method, seed))
@@ -484,7 +536,8 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
         "runs": {},
         "pairs": {},
     }
-    lines = planner_tune_lines(out) + tune_lines(out)  # the dev-split choices, where there were any
+    lines = [f"Pooled from: {', '.join(map(str, sources))}", ""] if sources else []
+    lines += planner_tune_lines(out) + tune_lines(out)  # the dev-split choices, where there were any
     lines += ["Test split:", ""] if lines else []
     lines += [
         "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Collaboration Gain |",
@@ -493,7 +546,7 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
     if sft:
         lines.append(f"| SFT team | {100 * result['sft']['pass_at_1']:.2f}% | | | | |")
     for (arm, s), sc in scores.items():
-        log = log_summary(work / "runs" / f"{arm}_s{s}/data/reports/train/grpo_team.json")
+        log = logs.get((arm, s), {})
         result["runs"][f"{arm}_s{s}"] = {"pass_at_1": statistics.fmean(sc.values()) if sc else None, **log}
         p1 = f"{100 * statistics.fmean(sc.values()):.2f}%" if sc else "missing"
         acc, zero = log.get("planner/plan_accuracy", ""), log.get("planner/zero_std_frac", "")
@@ -518,12 +571,17 @@ def report(work: Path, out: Path, seeds: list[int], arms: list[str]) -> None:
             lines.append(f"| {s} | {a} | {b} | {c['delta_points']:+.2f} | {c['ci95']} | {c['p_greater']} |")
         result["pairs"][f"{a}>{b}"] = per_seed
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    teams = {"sft": sft} if sft else {}
+    teams |= {f"{arm}_s{s}": sc for (arm, s), sc in scores.items() if sc}
+    (out / "scores.json").write_text(json.dumps({"benchmark": BENCH, "teams": teams}) + "\n")
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.pool:
+        return pool(args.pool, args.out)
     drv = Driver(args)
     drv.setup()
     if args.tune_planner:

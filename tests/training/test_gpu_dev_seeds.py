@@ -233,3 +233,55 @@ def test_sft_from_applies_the_planner_chosen_there(tmp_path):
     assert drv.planner == chosen and calls[-1] == drv.isolation + chosen
     assert json.loads((work / mod.SFT_TEAM).read_text()) == chosen  # passed on to a run that starts from this one
     assert (work / "data/checkpoints/sft_planner").resolve() == (earlier / "data/checkpoints/sft_planner").resolve()
+
+
+def _out_dir(tmp_path: Path, name: str, sft: list[float], runs: dict[str, list[float]]) -> Path:
+    """A finished run of the script: its work directory's evaluation files and training logs, and its report."""
+    mod = _module()
+    work = tmp_path / name
+    _scores(work / f"data/reports/eval/planner_coder_sft/{BENCH}.jsonl", sft)
+    for run, passed in runs.items():
+        _run(work, run, passed, [{"step": 1, "step_time_s": 2.0, "planner/plan_accuracy": 0.5}])
+    seeds = sorted({int(r.rpartition("_s")[2]) for r in runs})
+    (work / "out").mkdir()
+    mod.report(work, work / "out", seeds, ["both", "coder"])
+    return work / "out"
+
+
+def test_pool_reports_the_seeds_of_several_out_directories_as_one_run_would(tmp_path):
+    mod = _module()
+    sft = [0.0] * 20 + [1.0] * 20
+    a = _out_dir(tmp_path, "a", sft, {"both_s1": [1.0] * 30 + [0.0] * 10, "coder_s1": [1.0] * 20 + [0.0] * 20})
+    b = _out_dir(tmp_path, "b", sft, {"both_s2": [1.0] * 26 + [0.0] * 14, "coder_s2": [1.0] * 22 + [0.0] * 18})
+    # the same four runs in one work directory, for the report a single run would have given
+    one = _out_dir(
+        tmp_path,
+        "one",
+        sft,
+        {
+            "both_s1": [1.0] * 30 + [0.0] * 10,
+            "coder_s1": [1.0] * 20 + [0.0] * 20,
+            "both_s2": [1.0] * 26 + [0.0] * 14,
+            "coder_s2": [1.0] * 22 + [0.0] * 18,
+        },
+    )
+    mod.main(["--pool", str(a), str(b), "--out", str(tmp_path / "pooled")])
+    pooled, single = (json.loads((d / "results.json").read_text()) for d in (tmp_path / "pooled", one))
+    assert pooled["pairs"] == single["pairs"] and pooled["runs"] == single["runs"]  # the training logs come along
+    assert pooled["pairs"]["both>coder"]["pooled"]["delta_points"] == 17.5  # (+25 + +10) / 2
+    table = (tmp_path / "pooled/results.md").read_text()
+    assert table.startswith(f"Pooled from: {a}, {b}") and "| pooled | both | coder | +17.50 |" in table
+
+
+def test_pool_refuses_another_sft_team_or_a_run_given_twice_and_names_the_file(tmp_path):
+    mod = _module()
+    a = _out_dir(tmp_path, "a", [0.0, 1.0] * 10, {"both_s1": [1.0] * 20})
+    other = _out_dir(tmp_path, "other", [1.0, 0.0] * 10, {"both_s2": [1.0] * 20})
+    again = _out_dir(tmp_path, "again", [0.0, 1.0] * 10, {"both_s1": [0.0] * 20})
+    with pytest.raises(SystemExit, match=f"{other / 'scores.json'}: its SFT team's per-problem scores differ"):
+        mod.main(["--pool", str(a), str(other), "--out", str(tmp_path / "p1")])
+    with pytest.raises(SystemExit, match=f"{again / 'scores.json'}: both_s1 is in an earlier directory too"):
+        mod.main(["--pool", str(a), str(again), "--out", str(tmp_path / "p2")])
+    with pytest.raises(SystemExit, match=f"{tmp_path / 'none' / 'scores.json'}: cannot read"):
+        mod.main(["--pool", str(a), str(tmp_path / "none"), "--out", str(tmp_path / "p3")])
+    assert not (tmp_path / "p1").exists() and not (tmp_path / "p2").exists()  # nothing written before the checks
