@@ -492,11 +492,7 @@ def pool(dirs: list[Path], out: Path) -> None:
     sft, first, scores, logs = None, None, {}, {}
     for d in dirs:
         path = d / "scores.json"
-        try:
-            teams = json.loads(path.read_text())["teams"]
-            runs = json.loads((d / "results.json").read_text()).get("runs", {})
-        except (OSError, ValueError, KeyError) as e:
-            sys.exit(f"{path}: cannot read this run's scores ({e}); only a finished run of this script writes them")
+        teams, runs = _read_out(path, "teams"), _read_out(d / "results.json", "runs")
         if "sft" in teams:
             if sft is None:
                 sft, first = teams["sft"], path
@@ -518,6 +514,14 @@ def pool(dirs: list[Path], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pooled = {(a, s): scores.get((a, s)) for a in arms for s in seeds}
     write_report(out, sft, pooled, logs, seeds, arms, sources=dirs)
+
+
+def _read_out(path: Path, key: str) -> dict:
+    """``key`` of a JSON file that a finished run of this script wrote under its out directory."""
+    try:
+        return json.loads(path.read_text())[key]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"{path}: cannot read its {key!r} ({e!r}); only a finished run of this script writes it")
 
 
 def write_report(out: Path, sft, scores: dict, logs: dict, seeds: list[int], arms: list[str], sources=()) -> None:
