@@ -14,7 +14,8 @@ With `--tune VARIANTS.yaml` the recipe is first chosen on the build's dev split:
 overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team once as `both` and once as
 `coder` (seed `--tune-seed`) and scored on `composite_dev` by `notebooks/sweep.py`. The variant whose `both` run has the
 highest dev pass@1 becomes the recipe of every arm and seed; the test split is read only after that choice. The dev
-table and the choice go to `<out>/tune.tsv` and into the report.
+table and the choice go to `<out>/tune.tsv` and into the report; with `--tune-only` the script stops there, before
+any test-split run.
 
 With `--tune-planner VARIANTS.yaml`, before that, the SFT team's Planner is chosen on the dev split: a variant's
 `sft.*` overrides retrain the Planner from the base checkpoint (`corecode sft --role planner`; variants with the same
@@ -134,6 +135,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--tune", type=Path, help="Variants file: choose the recipe on the dev split first (see above).")
     ap.add_argument("--tune-seed", type=int, default=0, help="Training seed of the dev-split runs (default 0).")
     ap.add_argument(
+        "--tune-only", action="store_true", help="Stop after the dev-split choice of --tune: no test-split run."
+    )
+    ap.add_argument(
         "--tune-planner", type=Path, help="Variants file: choose the SFT team's Planner on the dev split first (above)."
     )
     ap.add_argument("--pool", type=Path, nargs="+", metavar="OUT", help="Pool earlier runs' out directories (above).")
@@ -142,6 +146,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--pool needs --out, the directory the pooled report goes to")
     if not args.pool and not args.work:
         ap.error("--work is required (unless --pool)")
+    if args.tune_only and not args.tune:
+        ap.error("--tune-only needs --tune, the variants to choose among on the dev split")
     if args.tune_planner and args.sft_from:
         ap.error("--tune-planner trains Planners from this work directory's own build; it cannot take --sft-from")
     return args
@@ -592,6 +598,8 @@ def main(argv=None) -> None:
         drv.tune_planner()
     if args.tune:
         drv.tune()
+    if args.tune_only:  # the dev table and the choice are in <out>; the test split stays unread
+        return
     drv.run_all()
     report(drv.work, drv.out, args.seeds, args.arms)
 

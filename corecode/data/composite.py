@@ -15,7 +15,8 @@ contain a *held-out pair* (a step ``a`` directly followed by a step ``b``, a ``h
 pairs). ``test`` is made of held-out compositions of three kinds: *longer* chains (``train_max_steps+1..
 test_max_steps``, tag ``ood:length``), *unseen chains* whose step sequence never occurs in train/val although each
 adjacent pair does (``ood:chain``), and chains with a held-out pair (``ood:pair``). ``dev`` is drawn the way ``test``
-is, for tuning: no problem of it is a test problem, and ``rl`` (GRPO's problems) shares no step sequence with either.
+is, for tuning: no problem of it is a test problem, and ``rl`` (GRPO's problems) shares no step sequence with either;
+its chains are drawn like train's, except a ``rl_longer_frac`` share of longer ones (still without a held-out pair).
 Everything is deterministic from the seed; each split has its own RNG stream, so ``test`` does not move when
 ``n_train``, ``n_dev`` or ``n_rl`` changes.
 
@@ -392,6 +393,7 @@ def _generate(
     seen = set(exclude)
     n_longer = round(n * cfg.test_longer_frac) if cfg.test_max_steps > cfg.train_max_steps else 0
     n_unseen = round(n * cfg.test_unseen_chain_frac)
+    n_rl_longer = round(n * cfg.rl_longer_frac) if split == "rl" else 0
     while made < n:
         attempts += 1
         if attempts > 200 * n + 1000:
@@ -401,8 +403,9 @@ def _generate(
             )
         tags: list[str] = []
         if split not in HELDOUT_SPLITS:
-            chain = sample_chain(rng, steps, _lengths(rng, cfg.min_steps, cfg.train_max_steps), cfg.start_types,
-                                 cfg.str_start_prob, banned=held)
+            lo, hi = (cfg.train_max_steps + 1, cfg.test_max_steps) if made < n_rl_longer else (
+                cfg.min_steps, cfg.train_max_steps)
+            chain = sample_chain(rng, steps, _lengths(rng, lo, hi), cfg.start_types, cfg.str_start_prob, banned=held)
             if chain is not None and chain.step_names() in avoid_sequences:
                 continue
         elif made < n_longer:

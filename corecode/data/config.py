@@ -24,7 +24,16 @@ class CompositeParams(BaseModel):
         ge=0,
         description="Problems of the `rl` split (composite_rl.jsonl): tests only, for the GRPO stages; no SFT row is "
         "built from them. Their step sequences occur in no other split (new compositions of seen steps and pairs; "
-        "held-out pairs stay held out, chains stay within train_max_steps). 0 = no rl split.",
+        "held-out pairs stay held out; chains stay within train_max_steps except the rl_longer_frac share). "
+        "0 = no rl split.",
+    )
+    rl_longer_frac: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the rl split's problems (its first ones) whose chains are longer than train_max_steps "
+        "(train_max_steps+1..test_max_steps, still without a held-out pair): compositions longer than any SFT row, "
+        "where a plan matters most, for GRPO to learn from. 0 = every rl chain within train_max_steps.",
     )
     n_dev: int = Field(
         500,
@@ -123,6 +132,8 @@ class CompositeParams(BaseModel):
             raise ValueError("train_max_steps must be >= min_steps")
         if self.test_max_steps < self.train_max_steps:
             raise ValueError("test_max_steps must be >= train_max_steps")
+        if self.rl_longer_frac and self.test_max_steps <= self.train_max_steps:
+            raise ValueError("rl_longer_frac > 0 needs test_max_steps > train_max_steps (the longer chains' lengths)")
         if self.test_longer_frac + self.test_unseen_chain_frac > 1.0:
             raise ValueError("test_longer_frac + test_unseen_chain_frac must be <= 1")
         if not self.entry_point.isidentifier():

@@ -147,6 +147,27 @@ def test_rl_split_is_new_compositions_and_moves_no_other_split():
     assert not any((a, b) in held for names in rl_chains for a, b in zip(names, names[1:]))
 
 
+def test_rl_longer_frac_gives_longer_rl_chains_and_moves_no_other_split():
+    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
+                                   "test_unseen_chain_frac": 0.5, "test_max_steps": 5, "n_rl": 40})
+    plain = generate_composite(cfg, seed=0)
+    longer = generate_composite(cfg.model_copy(update={"rl_longer_frac": 0.5}), seed=0)
+    assert all(longer[s] == plain[s] for s in ("train", "val", "test"))
+    seq = lambda p: tuple(line.split(". ", 1)[1] for line in p.plan.splitlines())  # noqa: E731
+    others = {seq(p) for s in ("train", "val", "test") for p in plain[s]}
+    held = heldout_pairs(select_steps(None), cfg.heldout_pair_frac, 0)
+    steps = [int(p.difficulty) for p in longer["rl"]]
+    assert all(cfg.train_max_steps < n <= cfg.test_max_steps for n in steps[:20])  # the first half: longer chains
+    assert all(n <= cfg.train_max_steps for n in steps[20:])
+    assert {4, 5} <= set(steps[:20])
+    assert not any(seq(p) in others for p in longer["rl"])  # still no step sequence of another split
+    rl_chains = {c.step_names() for c, _ in _generate("rl", 40, cfg.model_copy(update={"rl_longer_frac": 0.5}), 0,
+                                                       select_steps(None), held, set())}
+    assert not any((a, b) in held for names in rl_chains for a, b in zip(names, names[1:]))
+    with pytest.raises(ValueError, match="rl_longer_frac > 0 needs test_max_steps > train_max_steps"):
+        _composite(rl_longer_frac=0.5, test_max_steps=3)
+
+
 def test_splits_disjoint(suite):
     codes = {s: {p.reference_solution for p in v} for s, v in suite.items()}
     assert not codes["train"] & codes["val"]

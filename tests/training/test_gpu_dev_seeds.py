@@ -285,3 +285,20 @@ def test_pool_refuses_another_sft_team_or_a_run_given_twice_and_names_the_file(t
     with pytest.raises(SystemExit, match=f"{tmp_path / 'none' / 'scores.json'}: cannot read"):
         mod.main(["--pool", str(a), str(tmp_path / "none"), "--out", str(tmp_path / "p3")])
     assert not (tmp_path / "p1").exists() and not (tmp_path / "p2").exists()  # nothing written before the checks
+
+
+def test_tune_only_stops_after_the_dev_choice_before_any_test_run(tmp_path, monkeypatch, capsys):
+    mod = _module()
+    steps = []
+    monkeypatch.setattr(mod.Driver, "setup", lambda self: steps.append("setup"))
+    monkeypatch.setattr(mod.Driver, "tune", lambda self: steps.append("tune"))
+    monkeypatch.setattr(mod.Driver, "run_all", lambda self: steps.append("run_all"))
+    monkeypatch.setattr(mod, "report", lambda *a: steps.append("report"))
+    (tmp_path / "v.yaml").write_text("a: {}\n")
+    mod.main(["--work", str(tmp_path / "w"), "--tune", str(tmp_path / "v.yaml"), "--tune-only"])
+    assert steps == ["setup", "tune"]
+    mod.main(["--work", str(tmp_path / "w"), "--tune", str(tmp_path / "v.yaml")])
+    assert steps[2:] == ["setup", "tune", "run_all", "report"]
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--work", "w", "--tune-only"])
+    assert "--tune-only needs --tune" in capsys.readouterr().err
