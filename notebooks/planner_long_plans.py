@@ -1,0 +1,85 @@
+"""How often does a Planner sample the gold plan, by the problem's chain length and the sampling temperature? The
+precondition of plan-level credit: a group of plans can teach the Planner only if it holds a gold plan beside a wrong
+one (notebooks/2026-11-29-20-rl-longer-chains.md).
+
+    python notebooks/planner_long_plans.py --planner data/checkpoints/sft_planner \
+        --problems /tmp/rl100/data/work/manual/processed/composite_rl.jsonl --groups 8 --temperatures 0.4 0.7 1.0 1.3
+
+Per temperature and chain length (the problem's ``difficulty``): the share of sampled plans that equal the gold plan
+up to whitespace, the share of problems with at least one gold plan among ``--groups``, the share of problems with a
+gold and a wrong plan, and the shares of sampled plans with as many lines as the gold plan and with fewer. Sampling is
+the trainers' (`corecode.training.rollout.generate_chunks`, the lean decode loop on the CPU), seeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from corecode.agents.prompts import planner_prompt  # noqa: E402
+from corecode.data.io import read_problems  # noqa: E402
+from corecode.training.rollout import generate_chunks  # noqa: E402
+from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
+
+
+def norm(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def lines(text: str | None) -> int:
+    return len([x for x in (text or "").splitlines() if x.strip()])
+
+
+def score(problems, samples) -> dict[str, dict[str, float]]:
+    """The four shares by chain length, from each problem's group of sampled plans."""
+    # plans, gold, right length, problems, any gold, gold and wrong, shorter
+    acc: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0])
+    for p, group in zip(problems, samples):
+        plans = [TeamGRPOTrainer.plan_for_coder(s.completion.text) for s in group]
+        gold = [norm(x) == norm(p.plan) for x in plans]
+        a = acc[str(p.difficulty)]
+        a[0] += len(plans)
+        a[1] += sum(gold)
+        a[2] += sum(lines(x) == lines(p.plan) for x in plans)
+        a[3] += 1
+        a[4] += any(gold)
+        a[5] += any(gold) and not all(gold)
+        a[6] += sum(lines(x) < lines(p.plan) for x in plans)
+    return {
+        k: {"problems": a[3], "gold_plan_rate": a[1] / a[0], "groups_any_gold": a[4] / a[3],
+            "groups_gold_and_wrong": a[5] / a[3], "plans_of_gold_length": a[2] / a[0],
+            "plans_shorter_than_gold": a[6] / a[0]}
+        for k, a in sorted(acc.items())
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--planner", required=True, help="The Planner's checkpoint directory.")
+    ap.add_argument("--problems", type=Path, required=True, help="A problem JSONL (an rl or dev split).")
+    ap.add_argument("--groups", type=int, default=8, help="Plans sampled per problem (default 8).")
+    ap.add_argument("--temperatures", type=float, nargs="+", default=[0.4, 0.7, 1.0, 1.3])
+    ap.add_argument("--max-new-tokens", type=int, default=64, help="grpo.team.max_plan_tokens (default 64).")
+    ap.add_argument("--limit", type=int, default=0, help="First N problems only (0: all).")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    problems = read_problems(str(args.problems))
+    problems = problems[: args.limit] if args.limit else problems
+    model, tok = load_role_model(args.planner)
+    prompts = [planner_prompt(p) for p in problems]
+    for temp in args.temperatures:
+        chunks = generate_chunks(model, tok, prompts, args.groups, args.max_new_tokens, temp, 1.0, 32, lean_decode=True)
+        samples = [g for chunk in chunks for g in chunk]
+        for steps, row in score(problems, samples).items():
+            row = {"temperature": temp, "steps": steps} | {k: round(v, 4) for k, v in row.items()}
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
