@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import torch
@@ -37,26 +37,33 @@ def lines(text: str | None) -> int:
 
 
 def score(problems, samples) -> dict[str, dict[str, float]]:
-    """The four shares by chain length, from each problem's group of sampled plans."""
-    # plans, gold, right length, problems, any gold, gold and wrong, shorter
-    acc: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0])
+    """The shares by chain length, from each problem's group of sampled plans."""
+    acc: dict[str, Counter] = defaultdict(Counter)
     for p, group in zip(problems, samples):
         plans = [TeamGRPOTrainer.plan_for_coder(s.completion.text) for s in group]
         gold = [norm(x) == norm(p.plan) for x in plans]
-        a = acc[str(p.difficulty)]
-        a[0] += len(plans)
-        a[1] += sum(gold)
-        a[2] += sum(lines(x) == lines(p.plan) for x in plans)
-        a[3] += 1
-        a[4] += any(gold)
-        a[5] += any(gold) and not all(gold)
-        a[6] += sum(lines(x) < lines(p.plan) for x in plans)
+        c = acc[str(p.difficulty)]
+        c["problems"] += 1
+        c["plans"] += len(plans)
+        c["gold"] += sum(gold)
+        c["gold_length"] += sum(lines(x) == lines(p.plan) for x in plans)
+        c["shorter"] += sum(lines(x) < lines(p.plan) for x in plans)
+        c["any_gold"] += any(gold)
+        c["gold_and_wrong"] += any(gold) and not all(gold)
+    return {k: shares(c) for k, c in sorted(acc.items())}
+
+
+def shares(c: Counter) -> dict[str, float]:
+    """One chain length's counts as the printed shares: of sampled plans, or of problems (their groups)."""
+    plans, groups = c["plans"], c["problems"]
     return {
-        k: {"problems": a[3], "gold_plan_rate": a[1] / a[0], "groups_any_gold": a[4] / a[3],
-            "groups_gold_and_wrong": a[5] / a[3], "plans_of_gold_length": a[2] / a[0],
-            "plans_shorter_than_gold": a[6] / a[0]}
-        for k, a in sorted(acc.items())
-    }  # fmt: skip
+        "problems": groups,
+        "gold_plan_rate": c["gold"] / plans,
+        "groups_any_gold": c["any_gold"] / groups,
+        "groups_gold_and_wrong": c["gold_and_wrong"] / groups,
+        "plans_of_gold_length": c["gold_length"] / plans,
+        "plans_shorter_than_gold": c["shorter"] / plans,
+    }
 
 
 def main() -> None:

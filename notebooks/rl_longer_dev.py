@@ -13,13 +13,13 @@ seed's run. A plan counts as gold when it equals the problem's gold plan up to w
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from corecode.data.io import read_jsonl  # noqa: E402
 from corecode.evaluation.stats import paired_bootstrap  # noqa: E402
 
 KINDS = ("ood:length", "ood:chain", "ood:pair", "efficiency")
@@ -36,8 +36,8 @@ def kind(tags: list[str]) -> str:
 
 
 def read_eval(path: Path) -> dict[str, dict]:
-    with path.open() as f:
-        return {r["task_id"]: r for r in map(json.loads, f)}
+    """A JSONL file's records by task id (a bad line is named by file and line)."""
+    return {r["task_id"]: r for r in read_jsonl(path)}
 
 
 def collect(workdir: Path) -> tuple[dict[str, dict], dict[str, dict[int, dict[str, dict]]]]:
@@ -72,12 +72,12 @@ def print_table(table: dict[str, dict[int, dict[str, dict]]], kinds: dict[str, s
         by_kind = defaultdict(list)
         for r in recs:
             by_kind[kinds[r["task_id"]]].append(r["pass_at_1"])
-        is_gold = {id(r): norm(r.get("plan") or "") == gold[r["task_id"]] for r in recs}
-        long_gold = [is_gold[id(r)] for r in recs if kinds[r["task_id"]] == "ood:length"]
+        is_gold = [norm(r.get("plan") or "") == gold[r["task_id"]] for r in recs]
+        long_gold = [g for g, r in zip(is_gold, recs) if kinds[r["task_id"]] == "ood:length"]
         overall = 100 * sum(r["pass_at_1"] for r in recs) / len(recs)
         cells = " | ".join(rate(by_kind[k]) for k in cols)
         seeds = " ".join(map(str, sorted(by_seed)))
-        print(f"| {name} | {seeds} | {overall:.2f} | {cells} | {rate(list(is_gold.values()))} | {rate(long_gold)} |")
+        print(f"| {name} | {seeds} | {overall:.2f} | {cells} | {rate(is_gold)} | {rate(long_gold)} |")
 
 
 def print_comparisons(pairs: list[tuple[str, str]], runs: dict, ref: dict[str, dict]) -> None:
