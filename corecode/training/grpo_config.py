@@ -323,6 +323,17 @@ class TeamGRPOParams(TwoRoleGRPOParams):
         "after the last round are kept (0: off, the plans as sampled). planner/distinct_plan_frac logs the share of "
         "problems whose plans are all distinct either way.",
     )
+    gold_plans: int = Field(
+        0,
+        ge=0,
+        description="Off-policy guidance for the Planner (LUFFY's mixed-policy GRPO, Yan et al. 2025): in the group "
+        "of each training problem that has a gold plan (Problem.plan; composite's do), the last gold_plans of its "
+        "num_plans plans are the gold plan instead of samples. The Coder writes programs from it and it is rewarded "
+        "and weighted like any plan, so the Planner is pushed towards it only as far as the Coder does better with "
+        "it than with the Planner's own plans: a plan shape the Planner never samples (a chain longer than any SFT "
+        "row) gets a chance to earn credit. A gold plan longer than max_plan_tokens is not used. Less than "
+        "num_plans (the group keeps a sample of its own); 0: off, every plan sampled.",
+    )
     max_plan_tokens: int = Field(64, ge=1, description="Max new tokens of a plan.")
     max_code_tokens: int = Field(96, ge=1, description="Max new tokens of a program.")
     frozen_roles: list[Literal["planner", "coder"]] = Field(
@@ -347,6 +358,15 @@ class TeamGRPOParams(TwoRoleGRPOParams):
     )
     planner_device: str | None = Field(None, description="Device of the Planner (e.g. cuda:0); None: accelerator's.")
     coder_device: str | None = Field(None, description="Device of the Coder (e.g. cuda:1); None: accelerator's.")
+
+    @model_validator(mode="after")
+    def _check_gold_plans(self):
+        if self.gold_plans and self.gold_plans >= self.num_plans:
+            raise ValueError(
+                f"gold_plans ({self.gold_plans}) must be less than num_plans ({self.num_plans}): each group keeps at "
+                "least one plan the Planner sampled"
+            )
+        return self
 
 
 class MAGRPOParams(TwoRoleGRPOParams):

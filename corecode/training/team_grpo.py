@@ -35,10 +35,11 @@ from pathlib import Path
 
 import torch
 
-from corecode.agents.prompts import coder_prompt, helper_prompt, main_prompt, planner_prompt
+from corecode.agents.prompts import coder_prompt, format_plan, helper_prompt, main_prompt, planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
-from corecode.generation.render import use_chat
+from corecode.generation.base import Completion
+from corecode.generation.render import sft_example, use_chat
 from corecode.training.advantages import group_advantages, groups_changed
 from corecode.training.checkpointing import (
     claim_checkpoint_dir,
@@ -787,6 +788,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                 lambda idx: [g[0] for chunk in self.sample("planner", [prompts[i] for i in idx], 1) for g in chunk],
                 cfg.distinct_plan_tries,
             )
+        guided = self.insert_gold_plans(problems, plans) if cfg.gold_plans else []
         distinct = torch.tensor(
             [float(not duplicate_positions([s.completion.text.strip() for s in group])) for group in plans]
         )
@@ -833,6 +835,8 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         planner_adv, planner_zero = group_advantages(planner_rewards, n_plans, cfg.scale_rewards)
         coder_adv, coder_zero = group_advantages(coder_rewards, n_programs, cfg.scale_rewards)
         plan_samples = [s for _, s in flat_plans]
+        guided_ids = {id(g) for g in guided}
+        own_plans = [s for s in plan_samples if id(s) not in guided_ids]  # what the Planner sampled
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
         gathered = {
             k: self.gather(v)
@@ -843,6 +847,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                 adherence=torch.tensor(adherence),
                 distinct=distinct,
                 redrawn=torch.tensor([redrawn / max(len(problems), 1)]),
+                guided=torch.tensor([len(guided) / max(len(problems), 1) / max(cfg.gold_plans, 1)]),
             ).items()
         }
         metrics = {
@@ -850,20 +855,50 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "reward/coder": float(gathered["coder_rewards"].mean()),
             "pass_rate/coder": float(gathered["passed"].mean()),
             **plan_outcomes(gathered["passed"], n_programs),
-            "planner/sample_entropy": self.sample_entropy("planner", plan_samples),
+            "planner/sample_entropy": self.sample_entropy("planner", own_plans),
             "coder/plan_adherence": float(gathered["adherence"].mean()),
-            "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in plan_samples) / len(plan_samples),
+            "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in own_plans) / len(own_plans),
             "planner/adv_std": float(planner_adv.std()),
             "coder/adv_std": float(coder_adv.std()),
             "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
             "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
             "planner/distinct_plan_frac": float(gathered["distinct"].mean()),
             "planner/redrawn_plans": float(gathered["redrawn"].mean()),
+            **({"planner/gold_guided_frac": float(gathered["guided"].mean())} if cfg.gold_plans else {}),
         }
         metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
         return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+
+    def insert_gold_plans(self, problems: Sequence[Problem], plans: list[list[Sample]]) -> list[Sample]:
+        """``grpo.team.gold_plans``: in place, the last ``gold_plans`` samples of each problem's group become its gold
+        plan where it has one that fits the Planner's token budget. Returns the inserted samples (off-policy: left out
+        of the Planner's sampling metrics)."""
+        inserted = []
+        for problem, group in zip(problems, plans):
+            gold = self.gold_plan_sample(problem)
+            if gold is None:
+                continue
+            for j in range(len(group) - self.cfg.gold_plans, len(group)):
+                group[j] = copy.copy(gold)
+                inserted.append(group[j])
+        return inserted
+
+    def gold_plan_sample(self, problem: Problem) -> Sample | None:
+        """``problem``'s gold plan as a Planner completion, tokenized as its SFT row is (the prompt as the sampler
+        feeds it, then the plan in tags and the end token), or None: no gold plan, or longer than the Planner may
+        write."""
+        if not problem.plan:
+            return None
+        r = self.roles["planner"]
+        row = sft_example(r.tokenizer, planner_prompt(problem), format_plan(problem.plan), self.chat["planner"])
+        start = row["completion_mask"].index(1)
+        ids = row["input_ids"][start:]
+        if len(ids) > r.max_new_tokens:
+            return None
+        text = r.tokenizer.decode(ids, skip_special_tokens=True)
+        return Sample(row["input_ids"][:start], Completion(text, len(ids), ids, "stop"))
 
     def efficiency_term_shares(
         self,

@@ -533,3 +533,49 @@ def test_distinct_plan_tries_gives_each_problem_distinct_plans(team_dir, sandbox
         assert calls == [(4, 3)]
         assert all(len(set(g)) == 1 for g in groups)
         assert metrics["planner/distinct_plan_frac"] == 0.0 and metrics["planner/redrawn_plans"] == 0.0
+
+
+def test_gold_plans_take_the_last_places_of_each_group_and_train_the_planner(team_dir, sandbox, tmp_path):
+    """``gold_plans: 1`` of 3: where a problem has a gold plan that fits max_plan_tokens, the last plan of its group
+    is that plan, tokenized as its SFT row (prompt ids as sampled, then the plan and the end token); the Coder writes
+    its programs from it; a problem without one, or with one too long, keeps three sampled plans. The step updates
+    the Planner, and the Planner's sampling metrics leave the gold plans out."""
+    from corecode.agents.prompts import format_plan, planner_prompt
+    from corecode.generation.render import sft_example
+
+    problems = [
+        PROBLEMS[0],
+        PROBLEMS[1].model_copy(update={"plan": None}),
+        PROBLEMS[2].model_copy(update={"plan": "\n".join(f"{k}. Keep going once more." for k in range(1, 30))}),
+        PROBLEMS[3],
+    ]
+    planner, coder = (load_role_model(str(d)) for d in team_dir)
+    before = weights(planner[0])
+    p = one_step_params(tmp_path, num_plans=3, problems_per_step=4, gold_plans=1, ptx_coef=0.0, eval_problems=0)
+    trainer = TeamGRPOTrainer(p, planner, coder, problems, sandbox, seed=0)
+    tok = trainer.roles["planner"].tokenizer
+    try:
+        batch = trainer.batch_problems(0)
+        per_role, metrics = trainer.rollout(batch, {})
+        trainer.update("planner", *per_role["planner"])
+    finally:
+        trainer.close()
+    plans, programs = per_role["planner"][0], per_role["coder"][0]
+    assert len(plans) == 12 and len(programs) == 12 * 3
+    for k, problem in enumerate(batch):
+        last = plans[3 * k + 2]
+        if problem.task_id in ("tiny/0", "tiny/3"):
+            row = sft_example(tok, planner_prompt(problem), format_plan(problem.plan), trainer.chat["planner"])
+            assert last.prompt_ids + last.completion.token_ids == row["input_ids"]
+            assert last.completion.text.strip() == format_plan(problem.plan)
+            coder_prompts = {tok.decode(s.prompt_ids) for s in programs[3 * (3 * k + 2) : 3 * (3 * k + 3)]}
+            assert len(coder_prompts) == 1 and format_plan(problem.plan) in coder_prompts.pop()
+        else:
+            assert last.completion.text.strip() != format_plan(problem.plan or "")
+    assert metrics["planner/gold_guided_frac"] == 0.5
+    assert _changed(before, planner[0])
+
+
+def test_gold_plans_must_leave_a_sampled_plan_in_each_group(tmp_path):
+    with pytest.raises(ValueError, match=r"gold_plans \(2\) must be less than num_plans \(2\)"):
+        one_step_params(tmp_path, num_plans=2, gold_plans=2)
