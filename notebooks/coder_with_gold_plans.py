@@ -1,0 +1,85 @@
+"""What a perfect Planner could give: a team's Coder handed each problem's gold plan, scored on the dev split by
+composition kind, beside the team as it plans for itself (notebooks/2026-11-30-22-gold-plans-in-the-planner-group.md).
+
+    cd /tmp/freshrun && python /work/main/notebooks/coder_with_gold_plans.py --method planner_coder_sft \
+        --team-eval data/reports/eval/planner_coder_sft/composite_dev.jsonl
+
+The Coder samples as `corecode evaluate` samples it (the team from `agents.teams[--method]`, the params' seed, one
+program per problem), and the sandbox scores it as evaluation does. `--team-eval` is that team's own evaluation on the
+same problems (its per-problem JSONL), for the side-by-side table; the gold-plan rate counts its plans equal to the gold
+plan up to whitespace. Reads the dev split only: a file of test problems is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from corecode.agents.factory import build_team, model_generator_factory  # noqa: E402
+from corecode.cli_common import load_cli_params  # noqa: E402
+from corecode.data.io import read_jsonl, read_problems  # noqa: E402
+from corecode.evaluation.eval_samples import evaluate_samples  # noqa: E402
+from corecode.sandbox import Sandbox  # noqa: E402
+
+KINDS = ("ood:length", "ood:chain", "ood:pair", "efficiency")
+
+
+def kind(tags: list[str]) -> str:
+    """The first of KINDS among a problem's tags (as notebooks/rl_longer_dev.py counts them)."""
+    return next((k for k in KINDS if k in tags), "other")
+
+
+def norm(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--method", default="planner_coder_sft", help="A planner_coder team of agents.teams.")
+    ap.add_argument("--dev", type=Path, default=Path("data/processed/composite_dev.jsonl"))
+    ap.add_argument("--team-eval", type=Path, required=True, help="The team's own per-problem evaluation on --dev.")
+    args = ap.parse_args()
+
+    params = load_cli_params(args.params)
+    problems = read_problems(args.dev)
+    if any(p.split == "test" for p in problems):
+        sys.exit(f"{args.dev}: holds test-split problems; this script reads the dev split only")
+    own = {r["task_id"]: r for r in read_jsonl(args.team_eval)}
+    missing = [p.task_id for p in problems if p.task_id not in own]
+    if missing:
+        sys.exit(f"{args.team_eval}: no row for {len(missing)} problems of {args.dev} (first: {missing[0]})")
+
+    team = build_team(args.method, params, model_generator_factory(params), seed=params.seed)
+    nested = team.code(problems, [[p.plan] for p in problems], 1)
+    samples = {p.task_id: [per_plan[0][0].program] for p, per_plan in zip(problems, nested)}
+    with Sandbox(params.sandbox) as sandbox:
+        results, _ = evaluate_samples(problems, samples, sandbox, ks=[1])
+
+    rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for p in problems:
+        res = results[p.task_id]
+        for k in (kind(p.tags), "all"):
+            r = rows[k]
+            r["n"] += 1
+            r["gold_plan"] += float(res[0].passed)
+            r["own_plan"] += own[p.task_id]["pass_at_1"]
+            r["own_gold_rate"] += float(norm(own[p.task_id].get("plan")) == norm(p.plan))
+    print(f"{args.method} on {args.dev} ({len(problems)} problems), pass@1 (%)")
+    print("| kind | problems | own plans | gold plans | gain | own plan is gold |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for k in [*KINDS, "other", "all"]:
+        if k in rows:
+            r, n = rows[k], rows[k]["n"]
+            own_pct, gold_pct = 100 * r["own_plan"] / n, 100 * r["gold_plan"] / n
+            print(
+                f"| {k} | {int(n)} | {own_pct:.1f} | {gold_pct:.1f} | {gold_pct - own_pct:+.1f} | "
+                f"{100 * r['own_gold_rate'] / n:.1f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
