@@ -847,7 +847,12 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                 adherence=torch.tensor(adherence),
                 distinct=distinct,
                 redrawn=torch.tensor([redrawn / max(len(problems), 1)]),
-                guided=torch.tensor([len(guided) / max(len(problems), 1) / max(cfg.gold_plans, 1)]),
+                # only when on (every rank alike: a gather is a collective)
+                **(
+                    {"guided": torch.tensor([len(guided) / max(len(problems), 1) / cfg.gold_plans])}
+                    if cfg.gold_plans
+                    else {}
+                ),
             ).items()
         }
         metrics = {
