@@ -19,22 +19,13 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from rl_longer_dev import KINDS, kind, norm  # noqa: E402  (this directory: the dev sweep's kinds and plan match)
+
 from corecode.agents.factory import build_team, model_generator_factory  # noqa: E402
 from corecode.cli_common import load_cli_params  # noqa: E402
 from corecode.data.io import read_jsonl, read_problems  # noqa: E402
 from corecode.evaluation.eval_samples import evaluate_samples  # noqa: E402
 from corecode.sandbox import Sandbox  # noqa: E402
-
-KINDS = ("ood:length", "ood:chain", "ood:pair", "efficiency")
-
-
-def kind(tags: list[str]) -> str:
-    """The first of KINDS among a problem's tags (as notebooks/rl_longer_dev.py counts them)."""
-    return next((k for k in KINDS if k in tags), "other")
-
-
-def norm(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 def read_own(path: Path, problems) -> dict[str, dict]:
@@ -88,7 +79,7 @@ def main() -> None:
             r["n"] += 1
             r["gold_plan"] += float(res[0].passed)
             r["own_plan"] += own[p.task_id]["pass_at_1"]
-            gold = norm(own[p.task_id].get("plan")) == norm(p.plan)
+            gold = norm(own[p.task_id].get("plan") or "") == norm(p.plan or "")
             r["own_gold_rate"] += float(gold)
             r["pass_own_gold" if gold else "pass_own_other"] += own[p.task_id]["pass_at_1"]
     print(f"{args.method} on {args.dev} ({len(problems)} problems), pass@1 (%)")
