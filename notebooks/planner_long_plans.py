@@ -22,14 +22,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from rl_longer_dev import norm  # noqa: E402  (this directory: the dev sweep's plan match)
+
 from corecode.agents.prompts import planner_prompt  # noqa: E402
 from corecode.data.io import read_problems  # noqa: E402
 from corecode.training.rollout import generate_chunks  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
-
-
-def norm(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 def lines(text: str | None) -> int:
@@ -41,7 +39,7 @@ def score(problems, samples) -> dict[str, dict[str, float]]:
     acc: dict[str, Counter] = defaultdict(Counter)
     for p, group in zip(problems, samples):
         plans = [TeamGRPOTrainer.plan_for_coder(s.completion.text) for s in group]
-        gold = [norm(x) == norm(p.plan) for x in plans]
+        gold = [norm(x or "") == norm(p.plan or "") for x in plans]
         c = acc[str(p.difficulty)]
         c["problems"] += 1
         c["plans"] += len(plans)
