@@ -90,8 +90,10 @@ def score(trainer, problems, seed):
 
     def keep_plans(role, prompts, n, greedy=False):
         chunks = list(sample(role, prompts, n, greedy))
-        if role == "planner":
-            kept["plans"] = [s.completion.text.strip() for chunk in chunks for g in chunk for s in g]
+        # The rollout's first Planner call gives its plan groups; later ones (grpo.team.distinct_plan_tries) draw
+        # replacements that the rollout writes into those same group lists, so the groups are read after it.
+        if role == "planner" and "groups" not in kept:
+            kept["groups"] = [g for chunk in chunks for g in chunk]
         return iter(chunks)
 
     def keep_results(futures, timer):
@@ -108,6 +110,7 @@ def score(trainer, problems, seed):
     finally:
         del trainer.sample, trainer.wait  # the class's methods again
         team_grpo.pool_identical = pool
+    kept["plans"] = [s.completion.text.strip() for g in kept["groups"] for s in g]
     passed = torch.tensor([float(r is not None and r.passed) for r in kept["results"]])
     share = passed.view(len(problems), cfg.num_plans, cfg.num_programs).mean(2)
     rewards = kept["rewards"].view(len(problems), cfg.num_plans)
