@@ -14,13 +14,17 @@ processes can score two halves; each batch of ``--batch`` problems is seeded by 
 ``TeamGRPOTrainer.plan_for_coder``, wrapped by ``format_plan``: the row the SFT data builder writes for a gold plan),
 identical targets pooled (their pass shares averaged, as ``grpo.team.pool_identical_plans`` pools rewards). A problem
 gets a verified plan when its best target's pass share is strictly above the mean of its other targets' shares (so it
-needs two distinct targets and a spread; ties for the best: the most often sampled, then the first sampled). Writes
+needs two distinct targets and a spread; ties for the best: the most often sampled, then the first sampled), or with
+``--keep pass`` when its best target's pass share is at least ``--min-share`` (a Planner that writes one plan every
+time keeps it when the Coder passes with it: the rule for a Planner that is mostly right). Writes
 
 - ``--verified``: one row a kept problem, its verified plan (``planner.jsonl``'s shape: ``prompt`` =
   ``planner_prompt(problem)``, ``completion`` = the plan, ``task_id``, ``source``, ``split``, ``provenance``);
 - ``--random``: the same problems, each with one of its sampled plans drawn uniformly (``--seed``), without the
   Coder: the control's rows (it may be the verified plan by chance);
-- ``--summary``: counts, how often each file's plan is the gold plan (the rl row's ``plan``), pass shares.
+- ``--summary``: counts, how often each file's plan is the gold plan (the rl row's ``plan``), pass shares;
+- optionally ``--gold-same``: the kept problems' gold plans, and ``--gold-all``: every scored problem's gold plan (the
+  controls that hand the Planner the answers).
 
 Both files are checked by reading them with ``corecode.training.ptx.read_ptx_rows`` (the trainer's reader).
 
@@ -66,6 +70,15 @@ def parse_args(argv=None):
     b.add_argument("--scores", nargs="+", required=True)
     b.add_argument("--problems", default="data/processed/composite_rl.jsonl")
     b.add_argument("--seed", type=int, default=0, help="the random control's draw")
+    b.add_argument(
+        "--keep",
+        choices=("spread", "pass"),
+        default="spread",
+        help="spread: the best target beats the mean of the others; pass: the best target's share >= --min-share",
+    )
+    b.add_argument("--min-share", type=float, default=0.5, help="--keep pass: the least pass share kept")
+    b.add_argument("--gold-same", help="also write the kept problems' gold plans (the same problems' answers)")
+    b.add_argument("--gold-all", help="also write every scored problem's gold plan (imitation of them all)")
     b.add_argument("--verified", required=True)
     b.add_argument("--random", required=True)
     b.add_argument("--summary", required=True)
@@ -102,21 +115,28 @@ def target(text: str) -> str | None:
     return format_plan(body) if body else None
 
 
-def select(plans: list[str | None], shares: list[float]):
-    """(index of the verified plan or None, pooled shares by target): the best distinct target when its pooled share
-    is strictly above the mean of the other targets' pooled shares."""
+def select(plans: list[str | None], shares: list[float], keep: str = "spread", min_share: float = 0.5):
+    """(index of the verified plan or None, pooled shares by target). ``spread``: the best distinct target when its
+    pooled share is strictly above the mean of the other targets' pooled shares. ``pass``: the best target when its
+    pooled share is at least ``min_share``, also when it is the only one (a Planner that writes one plan four times)."""
     by: dict[str, list[int]] = {}
     for i, t in enumerate(plans):
         if t is not None:
             by.setdefault(t, []).append(i)
     pooled = {t: sum(shares[i] for i in idx) / len(idx) for t, idx in by.items()}
-    if len(pooled) < 2:
+    if not pooled or (keep == "spread" and len(pooled) < 2):
         return None, pooled
     best = max(pooled, key=lambda t: (pooled[t], len(by[t]), -by[t][0]))
+    if keep == "pass":
+        return (by[best][0] if pooled[best] >= min_share else None), pooled
     others = [v for t, v in pooled.items() if t != best]
     if pooled[best] > sum(others) / len(others) + 1e-9:
         return by[best][0], pooled
     return None, pooled
+
+
+def mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def planner_row(problem, completion: str, provenance: str) -> dict:
@@ -127,27 +147,46 @@ def planner_row(problem, completion: str, provenance: str) -> dict:
     return {"prompt": planner_prompt(problem), "completion": completion, **meta}
 
 
+def read_scores(path: str) -> list[dict]:
+    """The per-problem rows of a ``score`` output; a missing or malformed file stops with one line naming it."""
+    try:
+        rows = json.loads(Path(path).read_text())["problems"]
+        if not all({"task_id", "plans", "pass_share"} <= set(r) for r in rows):
+            raise KeyError("a row without task_id, plans and pass_share")
+        return rows
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{path}: not a score file of this script ({type(e).__name__}: {e})") from None
+
+
 def build_main(args):
     from corecode.agents.prompts import format_plan
     from corecode.data.io import read_problems
     from corecode.training.ptx import read_ptx_rows
 
     os.chdir(args.root)
-    problems = {p.task_id: p for p in read_problems(args.problems)}
+    try:
+        problems = {p.task_id: p for p in read_problems(args.problems)}
+    except (OSError, ValueError) as e:
+        raise SystemExit(str(e)) from None
     if any(p.split == "test" for p in problems.values()):
         raise SystemExit("test problems")
-    scored = [r for f in args.scores for r in json.loads(Path(f).read_text())["problems"]]
+    scored = [r for f in args.scores for r in read_scores(f)]
     ids = [r["task_id"] for r in scored]
     if len(set(ids)) != len(ids):
         raise SystemExit("a problem scored twice")
+    missing = [i for i in ids if i not in problems]
+    if missing:
+        raise SystemExit(f"{args.problems}: has no {missing[0]} (and {len(missing) - 1} more) of the score files")
     rng = random.Random(f"{args.seed}-random-own-plan")
-    verified, control, per = [], [], []
+    verified, control, gold_same, gold_all, per = [], [], [], [], []
     for r in scored:
         p = problems[r["task_id"]]
         plans = [target(t) for t in r["plans"]]
         shares = r["pass_share"]
-        best, pooled = select(plans, shares)
+        best, pooled = select(plans, shares, args.keep, args.min_share)
         gold = format_plan(p.plan) if p.plan else None
+        if gold:
+            gold_all.append(planner_row(p, gold, "expert-iteration:gold-plan"))
         rec = {
             "task_id": p.task_id,
             "distinct": len(pooled),
@@ -159,16 +198,20 @@ def build_main(args):
             pick = rng.choice([i for i, t in enumerate(plans) if t is not None])
             verified.append(planner_row(p, plans[best], "expert-iteration:verified"))
             control.append(planner_row(p, plans[pick], "expert-iteration:random-own-plan"))
+            if gold:
+                gold_same.append(gold_all[-1])
+            others = [v for t, v in pooled.items() if t != plans[best]]
             rec.update(
                 best_share=pooled[plans[best]],
-                others_mean=(sum(pooled.values()) - pooled[plans[best]]) / (len(pooled) - 1),
+                others_mean=mean(others),
                 verified_is_gold=plans[best] == gold,
                 random_is_gold=plans[pick] == gold,
                 random_is_verified=plans[pick] == plans[best],
                 random_share=pooled[plans[pick]],
             )
         per.append(rec)
-    for path, rows in ((args.verified, verified), (args.random, control)):
+    files = [(args.verified, verified), (args.random, control), (args.gold_same, gold_same), (args.gold_all, gold_all)]
+    for path, rows in [(f, rows) for f, rows in files if f]:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text("".join(json.dumps(x) + "\n" for x in rows))
         assert len(read_ptx_rows(path, "planner")) == len(rows)
@@ -186,9 +229,11 @@ def build_main(args):
         "random_is_gold": sum(x["random_is_gold"] for x in kept),
         "random_is_verified": sum(x["random_is_verified"] for x in kept),
         "verified_share_mean": sum(x["best_share"] for x in kept) / k,
-        "others_share_mean": sum(x["others_mean"] for x in kept) / k,
+        "others_share_mean": mean([x["others_mean"] for x in kept if x["others_mean"] is not None]),
         "random_share_mean": sum(x["random_share"] for x in kept) / k,
         "verified_share_1": sum(x["best_share"] == 1 for x in kept),
+        "keep": args.keep,
+        "gold_same_rows": len(gold_same),
         "distinct_targets_mean": sum(x["distinct"] for x in per) / n,
     }
     Path(args.summary).write_text(json.dumps({"summary": summary, "problems": per}, indent=1))
