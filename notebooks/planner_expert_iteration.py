@@ -26,7 +26,7 @@ time keeps it when the Coder passes with it: the rule for a Planner that is most
 - optionally ``--gold-same``: the kept problems' gold plans, and ``--gold-all``: every scored problem's gold plan (the
   controls that hand the Planner the answers).
 
-Both files are checked by reading them with ``corecode.training.ptx.read_ptx_rows`` (the trainer's reader).
+Every file written is checked by reading it with ``corecode.training.ptx.read_ptx_rows`` (the trainer's reader).
 
 Usage (OMP_NUM_THREADS=1; a clone whose data/processed holds the rl split):
   PYTHONPATH=/tmp/ei python notebooks/planner_expert_iteration.py score --root /tmp/ei \
