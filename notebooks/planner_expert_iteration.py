@@ -129,8 +129,7 @@ def select(plans: list[str | None], shares: list[float], keep: str = "spread", m
     best = max(pooled, key=lambda t: (pooled[t], len(by[t]), -by[t][0]))
     if keep == "pass":
         return (by[best][0] if pooled[best] >= min_share else None), pooled
-    others = [v for t, v in pooled.items() if t != best]
-    if pooled[best] > sum(others) / len(others) + 1e-9:
+    if pooled[best] > mean([v for t, v in pooled.items() if t != best]) + 1e-9:
         return by[best][0], pooled
     return None, pooled
 
@@ -185,8 +184,9 @@ def build_main(args):
         shares = r["pass_share"]
         best, pooled = select(plans, shares, args.keep, args.min_share)
         gold = format_plan(p.plan) if p.plan else None
-        if gold:
-            gold_all.append(planner_row(p, gold, "expert-iteration:gold-plan"))
+        gold_row = planner_row(p, gold, "expert-iteration:gold-plan") if gold else None
+        if gold_row:
+            gold_all.append(gold_row)
         rec = {
             "task_id": p.task_id,
             "distinct": len(pooled),
@@ -198,8 +198,8 @@ def build_main(args):
             pick = rng.choice([i for i, t in enumerate(plans) if t is not None])
             verified.append(planner_row(p, plans[best], "expert-iteration:verified"))
             control.append(planner_row(p, plans[pick], "expert-iteration:random-own-plan"))
-            if gold:
-                gold_same.append(gold_all[-1])
+            if gold_row:
+                gold_same.append(gold_row)
             others = [v for t, v in pooled.items() if t != plans[best]]
             rec.update(
                 best_share=pooled[plans[best]],
