@@ -64,7 +64,7 @@ def test_one_lora_shape():
 def test_no_blocks_of_nulls():
     """Per-role overrides list only what they change."""
     sft = yaml.safe_load((ROOT / "params.yaml").read_text())["sft"]
-    assert sft["coder"] == {} and sft["planner"] == {"max_steps": 1800, "learning_rate": 0.001}
+    assert sft["coder"] == {} and sft["planner"] == {"max_steps": 3300, "learning_rate": 0.001}
 
 
 @pytest.mark.parametrize("pipeline", ["dvc.yaml", "baselines/dvc.yaml"])

@@ -31,7 +31,7 @@ def data(tmp_path_factory) -> Path:
 
 
 def _params(tmp_path: Path, **kw) -> SFTParams:
-    # Test-sized: the config defaults are the embedded default's (1200 steps, 1800 for the Planner).
+    # Test-sized: the config defaults are the embedded default's (1200 steps, 3300 for the Planner).
     defaults = dict(
         max_steps=12,
         batch_size=4,
