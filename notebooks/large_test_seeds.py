@@ -61,7 +61,8 @@ def main() -> None:
     print("\n| a > b | per seed, points (p) | pooled (95% CI; p) |\n|---|---|---|")
     for a, b in pairs:
         per = [paired_bootstrap(ra, rb, alternative="greater") for ra, rb in zip(runs[a], runs[b])]
-        one, two = paired_bootstrap(pooled(a), pooled(b), alternative="greater"), paired_bootstrap(pooled(a), pooled(b))
+        pa, pb = pooled(a), pooled(b)
+        one, two = paired_bootstrap(pa, pb, alternative="greater"), paired_bootstrap(pa, pb)
         seeds = "; ".join(f"{100 * r.delta:+.2f} ({r.p_value:.4f})" for r in per)
         print(f"| {a} > {b} | {seeds} | {100 * one.delta:+.2f} ({100 * two.ci_low:+.2f} to {100 * two.ci_high:+.2f}; "
               f"{one.p_value:.4f}) |")  # fmt: skip
