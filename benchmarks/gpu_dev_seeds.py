@@ -10,6 +10,13 @@ team-GRPO runs from that SFT team, each in its own directory beside the shared d
 - `coder`: the Coder only (`frozen_roles: [planner]`), the same rollouts a step;
 - `ptx_both`, `ptx_coder`: the same two with the RL term zeroed (`rl_coef: 0`, the pipeline's ptx-only control).
 
+Two more arms, asked for by name (`--arms`), train both roles in CoRe-Code's order: the Coder first, then the Planner
+against that trained Coder. Each starts once the same seed's `coder` run has finished, from its SFT Planner and its
+trained Coder, frozen (`grpo.team.coder_model`: that run's `grpo_coder`, `frozen_roles: [coder]`):
+
+- `planner_after`: the Planner's stage, the same length and rollouts as the Coder's;
+- `ptx_planner_after`: that stage with the RL term zeroed, its ptx-only control.
+
 With `--tune VARIANTS.yaml` the recipe is first chosen on the build's dev split: every variant (a name and its `--set`
 overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team once as `both` and once as
 `coder` (seed `--tune-seed`) and scored on `composite_dev` by `notebooks/sweep.py`. The variant whose `both` run has the
@@ -42,6 +49,8 @@ scores must be equal (the same build and SFT team, as a rebuilt gpu-dev profile 
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/tuned --tune benchmarks/gpu_dev_variants.yaml --jobs 8 \
         --set data.composite.n_dev=1500
     python3 benchmarks/gpu_dev_seeds.py --pool /tmp/a/out /tmp/b/out --out /tmp/pooled
+    python3 benchmarks/gpu_dev_seeds.py --work /tmp/pa --arms coder ptx_coder planner_after ptx_planner_after \
+        --seeds 0 1 2 --jobs 8 --gpus 0 1 --set data.composite.n_dev=1500 --set grpo.team.learning_rate=2e-05
     python3 benchmarks/gpu_dev_seeds.py --work /tmp/tp --tune-planner benchmarks/gpu_dev_planner_variants.yaml \
         --tune benchmarks/gpu_dev_variants.yaml --jobs 12 --set data.composite.n_dev=1500
 
@@ -52,6 +61,7 @@ sweeps, which refuses a test split on purpose.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -76,16 +86,25 @@ ARMS = {
     "coder": ["grpo.team.frozen_roles=[planner]"],
     "ptx_both": ["grpo.team.frozen_roles=[]", "grpo.team.rl_coef=0.0"],
     "ptx_coder": ["grpo.team.frozen_roles=[planner]", "grpo.team.rl_coef=0.0"],
+    "planner_after": ["grpo.team.frozen_roles=[coder]"],
+    "ptx_planner_after": ["grpo.team.frozen_roles=[coder]", "grpo.team.rl_coef=0.0"],
 }
+DEFAULT_ARMS = ["both", "coder", "ptx_both", "ptx_coder"]
+# Arms that start from the same seed's `coder` run's trained Coder (module doc).
+AFTER_CODER = {"planner_after", "ptx_planner_after"}
 # (a, b): is a better than b?  The issue's order: both-roles > Coder-only > ptx-only.
 PAIRS = [
     ("both", "coder"),
     ("coder", "ptx_coder"),
     ("both", "ptx_both"),
+    ("planner_after", "coder"),
+    ("planner_after", "ptx_planner_after"),
     ("both", "sft"),
     ("coder", "sft"),
     ("ptx_coder", "sft"),
     ("ptx_both", "sft"),
+    ("planner_after", "sft"),
+    ("ptx_planner_after", "sft"),
 ]
 # The embedded default's recipe (params.yaml grpo.team, tuned on the dev split on the CPU) at the profile's group shape.
 RECIPE = [
@@ -118,10 +137,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, help="Where the tables go (default <work>/out).")
     ap.add_argument("--profile", default="gpu-dev", help="Profile to apply to params.yaml ('' = params.yaml as is).")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, choices=list(ARMS), help=f"default {DEFAULT_ARMS}")
     ap.add_argument("--n-test", type=int, default=3000, help="Test problems of the build (default 3000).")
     ap.add_argument("--jobs", type=int, default=4, help="Runs at once (default 4).")
     ap.add_argument("--sandbox-workers", type=int, default=3, help="sandbox.workers of every command (default 3).")
+    ap.add_argument(
+        "--gpus", nargs="+", metavar="ID", help="CUDA devices the commands take in turn (default: all on the first)."
+    )
     ap.add_argument(
         "--set",
         dest="sets",
@@ -146,6 +168,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--pool needs --out, the directory the pooled report goes to")
     if not args.pool and not args.work:
         ap.error("--work is required (unless --pool)")
+    if AFTER_CODER & set(args.arms) and "coder" not in args.arms:
+        ap.error("--arms planner_after / ptx_planner_after need the coder arm: they start from its trained Coder")
     if args.tune_only and not args.tune:
         ap.error("--tune-only needs --tune, the variants to choose among on the dev split")
     if args.tune_planner and args.sft_from:
@@ -163,6 +187,8 @@ class Driver:
         self.isolation: list[str] = []  # sandbox.isolation=<the first that passes its self-test>
         self.recipe: list[str] = []  # the overrides chosen by tune()
         self.planner: list[str] = []  # the overrides chosen by tune_planner()
+        self.gpus = itertools.cycle(args.gpus) if args.gpus else None
+        self.coder_done = {s: threading.Event() for s in args.seeds}  # the AFTER_CODER arms wait for these
 
     def execute(self, name: str, cmd: list[str], cwd: Path) -> int:
         """Run one command in cwd (output to cwd/<name>.log); one line to steps.tsv."""
@@ -173,6 +199,9 @@ class Driver:
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         )
         env.setdefault("OMP_NUM_THREADS", "2")
+        if self.gpus:
+            with self.lock:
+                env["CUDA_VISIBLE_DEVICES"] = next(self.gpus)
         t = time.time()
         with open(cwd / f"{name}.log", "w") as log:
             rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
@@ -304,11 +333,29 @@ class Driver:
         return self.scratch_dir(self.work / "runs" / run, links)
 
     def train_and_eval(self, arm: str, seed: int) -> None:
+        try:
+            self._train_and_eval(arm, seed)
+        finally:
+            if arm == "coder":  # failed or skipped too: the arms after it do not wait for ever
+                self.coder_done[seed].set()
+
+    def _train_and_eval(self, arm: str, seed: int) -> None:
+        sets = ARMS[arm] + [f"seed={seed}"]
+        if arm in AFTER_CODER:
+            self.coder_done[seed].wait()
+            coder = self.run_dir(f"coder_s{seed}") / "data/checkpoints/grpo_coder"
+            if not coder.is_dir():
+                print(f"{arm}_s{seed}: no trained Coder at {coder}, not started", flush=True)
+                return
+            sets.append(f"grpo.team.coder_model={coder}")
         if self.args.deadline and time.time() - self.t0 > self.args.deadline:
             print(f"{arm}_s{seed}: past the deadline, not started", flush=True)
             return
         d = self.run_dir(f"{arm}_s{seed}")
-        if self.corecode("train", d, "grpo-team", sets=ARMS[arm] + [f"seed={seed}"]) == 0:
+        rc = self.corecode("train", d, "grpo-team", sets=sets)
+        if arm == "coder":  # its Coder is saved: the arms after it start beside its evaluation
+            self.coder_done[seed].set()
+        if rc == 0:
             self.corecode("eval", d, "evaluate", "--method", "planner_coder_grpo")
 
     def tune(self) -> None:
@@ -335,14 +382,18 @@ class Driver:
         self.params(self.isolation + self.planner + self.recipe)
 
     def run_all(self) -> None:
-        """Every arm and seed, then the SFT team's evaluation: the runs take the first slots (a run whose slot comes
-        after --deadline is not started), and the evaluation, never skipped, a later one."""
+        """Every arm and seed, then the SFT team's evaluation, then the arms after the Coder: the runs take the first
+        slots (a run whose slot comes after --deadline is not started), the evaluation, never skipped, a later one.
+        An arm after the Coder holds its slot while it waits; every run it waits for was queued, so started, before."""
+        first = [a for a in self.args.arms if a not in AFTER_CODER]
+        after = [a for a in self.args.arms if a in AFTER_CODER]
         with ThreadPoolExecutor(self.args.jobs) as pool:
-            jobs = [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in self.args.arms]
+            jobs = [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in first]
             if not self.args.sft_from:
                 jobs.append(
                     pool.submit(self.corecode, "eval_sft", self.work, "evaluate", "--method", "planner_coder_sft")
                 )
+            jobs += [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in after]
             for j in jobs:
                 j.result()
 

@@ -302,3 +302,50 @@ def test_tune_only_stops_after_the_dev_choice_before_any_test_run(tmp_path, monk
     with pytest.raises(SystemExit):
         mod.parse_args(["--work", "w", "--tune-only"])
     assert "--tune-only needs --tune" in capsys.readouterr().err
+
+
+# A stand-in for `python -m corecode.cli` for the arms after the Coder: it records each call's run directory, its
+# CUDA device and its overrides, and `grpo-team` writes the trained Coder half a second later (none for the Coder-only
+# run of seed 2, which fails).
+AFTER_CLI = r"""
+import json, os, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+sets = dict(a.split("=", 1) for a in args if "=" in a)
+with open(os.environ["CALLS"], "a") as f:
+    f.write(json.dumps([Path.cwd().name, args[0], os.environ.get("CUDA_VISIBLE_DEVICES"), sets]) + "\n")
+if args[0] == "grpo-team":
+    if Path.cwd().name == "coder_s2":
+        sys.exit(1)
+    time.sleep(0.5)
+    Path("data/checkpoints/grpo_coder").mkdir(parents=True)
+"""
+
+
+def test_planner_after_starts_from_its_seeds_trained_coder_and_waits_for_it(tmp_path, monkeypatch):
+    mod = _module()
+    cli, calls = tmp_path / "cli.py", tmp_path / "calls.jsonl"
+    cli.write_text(AFTER_CLI)
+    monkeypatch.setenv("CALLS", str(calls))
+    argv = ["--work", str(tmp_path / "w"), "--seeds", "1", "2", "--jobs", "8", "--gpus", "0", "1"]
+    args = mod.parse_args(argv + ["--arms", "planner_after", "coder", "ptx_planner_after"])
+    drv = mod.Driver(args)
+    drv.cli = [sys.executable, str(cli)]
+    drv.out.mkdir(parents=True)
+    (drv.work / "params.yaml").write_text("{}\n")
+    drv.run_all()
+    rows = [json.loads(line) for line in calls.read_text().splitlines()]
+    trained = [(run, sets) for run, cmd, _, sets in rows if cmd == "grpo-team"]
+    order = [run for run, _ in trained]
+    coder = drv.work / "runs/coder_s1/data/checkpoints/grpo_coder"
+    for arm in ("planner_after", "ptx_planner_after"):
+        # after the same seed's Coder-only run, from its Coder, with the Coder frozen
+        assert order.index(f"{arm}_s1") > order.index("coder_s1")
+        sets = dict(trained)[f"{arm}_s1"]
+        assert sets["grpo.team.coder_model"] == str(coder) and sets["grpo.team.frozen_roles"] == "[coder]"
+        assert f"{arm}_s2" not in order  # seed 2's Coder failed: nothing to start from
+    assert dict(trained)["ptx_planner_after_s1"]["grpo.team.rl_coef"] == "0.0"
+    assert "grpo.team.coder_model" not in dict(trained)["coder_s1"]
+    assert {gpu for _, _, gpu, _ in rows} == {"0", "1"}  # the commands take the devices in turn
+    with pytest.raises(SystemExit):
+        mod.parse_args(argv + ["--arms", "planner_after"])
