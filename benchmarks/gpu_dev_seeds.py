@@ -11,8 +11,8 @@ team-GRPO runs from that SFT team, each in its own directory beside the shared d
 - `ptx_both`, `ptx_coder`: the same two with the RL term zeroed (`rl_coef: 0`, the pipeline's ptx-only control).
 
 Two more arms, asked for by name (`--arms`), train both roles in CoRe-Code's order: the Coder first, then the Planner
-against that trained Coder. Each starts once the same seed's `coder` run has finished, from its SFT Planner and its
-trained Coder, frozen (`grpo.team.coder_model`: that run's `grpo_coder`, `frozen_roles: [coder]`):
+against that trained Coder. Each starts once the same seed's `coder` run has saved its Coder, from the SFT Planner
+and that Coder, frozen (`grpo.team.coder_model`: that run's `grpo_coder`, `frozen_roles: [coder]`):
 
 - `planner_after`: the Planner's stage, the same length and rollouts as the Coder's;
 - `ptx_planner_after`: that stage with the RL term zeroed, its ptx-only control.
