@@ -15,26 +15,35 @@
 # (one line per step; numbers and quoted constants blanked). CPU: about 6 minutes for N=3000 and three teams.
 #
 # Usage, from the repo root after `make run`:  bash benchmarks/large_test.sh [N]   (default N=3000)
+# W=DIR: the scratch copy (default a new /tmp/corecode-large-test.XXXX). GRPO_FROM=DIR: take the GRPO team, the ptx-only
+# control and their training logs from DIR/data instead (another seed's run from the same SFT team, say:
+# benchmarks/large_test_seeds.py); the SFT team, the problems and the code stay the make run's.
 set -euo pipefail
 N=${1:-3000}
 ROOT=$PWD
 PY=$ROOT/.venv/bin/python
 W=${W:-$(mktemp -d /tmp/corecode-large-test.XXXX)}
-for c in checkpoints/sft_planner checkpoints/sft_coder checkpoints/grpo_planner checkpoints/grpo_coder reports/train; do
+G=${GRPO_FROM:-$ROOT}
+for c in checkpoints/sft_planner checkpoints/sft_coder reports/train; do
   [ -d data/$c ] || { echo "data/$c is missing: run 'make run' first" >&2; exit 2; }
+done
+for c in checkpoints/grpo_planner checkpoints/grpo_coder; do
+  [ -d "$G/data/$c" ] || { echo "$G/data/$c is missing: run 'make run' (or that run) first" >&2; exit 2; }
 done
 git ls-files -z | xargs -0 tar cf - | (cd "$W" && tar xf -)
 mkdir -p "$W/data/checkpoints"
 METHODS=(planner_coder_sft planner_coder_grpo)
 COMPARISONS="[planner_coder_grpo,planner_coder_sft]"
-CKPTS="sft_planner sft_coder grpo_planner grpo_coder"
-if [ -d data/checkpoints/ptx_planner ] && [ -d data/checkpoints/ptx_coder ]; then  # the ptx-only control (stage grpo_ptx)
+CKPTS="grpo_planner grpo_coder"
+if [ -d "$G/data/checkpoints/ptx_planner" ] && [ -d "$G/data/checkpoints/ptx_coder" ]; then  # the ptx-only control
   METHODS+=(planner_coder_ptx)
   COMPARISONS+=",[planner_coder_grpo,planner_coder_ptx],[planner_coder_ptx,planner_coder_sft]"
   CKPTS+=" ptx_planner ptx_coder"
 fi
-for c in $CKPTS; do cp -r data/checkpoints/$c "$W/data/checkpoints/"; done
+cp -r data/checkpoints/sft_planner data/checkpoints/sft_coder "$W/data/checkpoints/"
+for c in $CKPTS; do cp -rL "$G/data/checkpoints/$c" "$W/data/checkpoints/"; done
 mkdir -p "$W/data/reports" && cp -r data/reports/train "$W/data/reports/"  # `corecode metrics` plots the training logs
+if [ "$G" != "$ROOT" ] && [ -d "$G/data/reports/train" ]; then cp "$G"/data/reports/train/grpo_*.json "$W/data/reports/train/"; fi
 cd "$W"
 S="--set tracking.enabled=false"
 for n in 300 900 2000 2700 3000 8000; do
