@@ -10,7 +10,7 @@ The make run's own seed (params.yaml `seed`) is scored with the make run's check
 the same two stages from the make run's SFT team in `<work>/train_s<seed>` (`corecode grpo-team` and `grpo-team
 --ptx-control` with `--set seed=<seed>`, nothing else changed), then is scored from those checkpoints
 (`GRPO_FROM=<work>/train_s<seed> bash benchmarks/large_test.sh`, output under `<work>/test_s<seed>`). A step whose
-output is already there is skipped, so an interrupted run picks up where it stopped. CPU: about 4 minutes a seed to
+output is already there is skipped, so an interrupted run picks up where it stopped. CPU: about 3 minutes a seed to
 train (both stages) and 4-7 to score. The tables go to stdout and `<work>/large_test_seeds.md`.
 
 Given directories instead of `--seeds`, it only pools: each is a large_test.sh output's `data/reports`, one a seed.
