@@ -40,9 +40,10 @@ if [ -d "$G/data/checkpoints/ptx_planner" ] && [ -d "$G/data/checkpoints/ptx_cod
   COMPARISONS+=",[planner_coder_grpo,planner_coder_ptx],[planner_coder_ptx,planner_coder_sft]"
   CKPTS+=" ptx_planner ptx_coder"
 fi
-cp -r data/checkpoints/sft_planner data/checkpoints/sft_coder "$W/data/checkpoints/"
+# copies (-L: of what a link points to), so that nothing below writes into the make run's directory
+cp -rL data/checkpoints/sft_planner data/checkpoints/sft_coder "$W/data/checkpoints/"
 for c in $CKPTS; do cp -rL "$G/data/checkpoints/$c" "$W/data/checkpoints/"; done
-mkdir -p "$W/data/reports" && cp -r data/reports/train "$W/data/reports/"  # `corecode metrics` plots the training logs
+mkdir -p "$W/data/reports" && cp -rL data/reports/train "$W/data/reports/"  # `corecode metrics` plots the training logs
 if [ "$G" != "$ROOT" ] && [ -d "$G/data/reports/train" ]; then cp "$G"/data/reports/train/grpo_*.json "$W/data/reports/train/"; fi
 cd "$W"
 S="--set tracking.enabled=false"
