@@ -49,27 +49,28 @@ PAIRS = (("grpo", "sft"), ("grpo", "ptx"), ("ptx", "sft"))
 SFT_TEAM = ("sft_planner", "sft_coder")
 # A stage's command and the checkpoints it writes (params.yaml grpo.team: *_output, ptx_control).
 STAGES = {"grpo": ([], ("grpo_planner", "grpo_coder")), "ptx": (["--ptx-control"], ("ptx_planner", "ptx_coder"))}
-TEST_EVAL = "data/reports/eval/planner_coder_{team}/composite_test.jsonl"
+TEST_EVAL = "eval/planner_coder_{team}/composite_test.jsonl"  # under a large_test.sh output's data/reports
 
 
 def read_team(reports: Path, team: str) -> dict[str, float]:
     """pass@1 by task id of one team's large-test evaluation."""
-    path = reports / f"eval/planner_coder_{team}/composite_test.jsonl"
+    path = reports / TEST_EVAL.format(team=team)
     if not path.is_file():
         raise SystemExit(f"{path}: missing (run benchmarks/large_test.sh with that team's checkpoints)")
     return {r["task_id"]: r["pass_at_1"] for r in read_jsonl(path)}
 
 
 def seeds_ttest(deltas: list[float]) -> tuple[float, float] | None:
-    """Standard error and one-sided p (mean > 0) of per-seed deltas, the seeds as the unit; None under two seeds."""
-    from scipy.stats import t
+    """Standard error and one-sided p (mean > 0, scipy's one-sample t-test) of per-seed deltas, the seeds as the unit;
+    None under two seeds. Equal deltas have no t statistic: p is then 0 or 1 by their sign."""
+    from scipy.stats import ttest_1samp
 
     if len(deltas) < 2:
         return None
     se = statistics.stdev(deltas) / len(deltas) ** 0.5
     if se == 0:
         return 0.0, 0.0 if statistics.fmean(deltas) > 0 else 1.0
-    return se, float(t.sf(statistics.fmean(deltas) / se, len(deltas) - 1))
+    return se, float(ttest_1samp(deltas, 0.0, alternative="greater").pvalue)
 
 
 def pool(reports: list[Path], other: list[Path] = (), names: list[str] | None = None) -> str:
@@ -160,14 +161,15 @@ class SeedRuns:
     def score(self, seed: int, source: Path | None) -> Path:
         """large_test.sh on this seed's checkpoints (the make run's where source is None); its data/reports."""
         out = self.work / f"test_s{seed}"
-        if not all((out / TEST_EVAL.format(team=t)).is_file() for t in TEAMS):
+        reports = out / "data/reports"
+        if not all((reports / TEST_EVAL.format(team=t)).is_file() for t in TEAMS):
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
             env = dict(os.environ, W=str(out))
             if source is not None:
                 env["GRPO_FROM"] = str(source)
             self.run(f"test_s{seed}", self.large_test + [str(self.args.n)], self.root, env)
-        return out / "data/reports"
+        return reports
 
     def main(self) -> str:
         self.check_make_run()
