@@ -18,11 +18,14 @@ and that Coder, frozen (`grpo.team.coder_model`: that run's `grpo_coder`, `froze
 - `ptx_planner_after`: that stage with the RL term zeroed, its ptx-only control.
 
 With `--tune VARIANTS.yaml` the recipe is first chosen on the build's dev split: every variant (a name and its `--set`
-overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team once as `both` and once as
-`coder` (seed `--tune-seed`) and scored on `composite_dev` by `notebooks/sweep.py`. The variant whose `both` run has the
-highest dev pass@1 becomes the recipe of every arm and seed; the test split is read only after that choice. The dev
-table and the choice go to `<out>/tune.tsv` and into the report; with `--tune-only` the script stops there, before
-any test-split run.
+overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team as `both` and as `coder`, or
+only as the arm `--tune-arm` names, once per seed of `--tune-seed`, and scored on `composite_dev` by
+`notebooks/sweep.py`. The variant whose `both` runs (or `--tune-arm`'s) have the highest mean dev pass@1 becomes the
+recipe of every arm and seed; the test split is read only after that choice. The dev table and the choice go to
+`<out>/tune.tsv` and into the report; with `--tune-only` the script stops there, before any test-split run.
+
+A recipe without a ptx term (`grpo.team.ptx_coef: 0`) has no ptx-only control: its `rl_coef: 0` run would update
+nothing, so it is the SFT team. The ptx arms are then not run, and the report says that `sft` is their control.
 
 With `--tune-planner VARIANTS.yaml`, before that, the SFT team's Planner is chosen on the dev split: a variant's
 `sft.*` overrides retrain the Planner from the base checkpoint (`corecode sft --role planner`; variants with the same
@@ -90,6 +93,7 @@ ARMS = {
     "ptx_planner_after": ["grpo.team.frozen_roles=[coder]", "grpo.team.rl_coef=0.0"],
 }
 DEFAULT_ARMS = ["both", "coder", "ptx_both", "ptx_coder"]
+PTX_ARMS = {arm for arm, sets in ARMS.items() if "grpo.team.rl_coef=0.0" in sets}  # the ptx-only controls
 # Arms that start from the same seed's `coder` run's trained Coder (module doc).
 AFTER_CODER = {"planner_after", "ptx_planner_after"}
 # (a, b): is a better than b?  The issue's order: both-roles > Coder-only > ptx-only.
@@ -155,7 +159,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--sft-from", type=Path, help="Reuse this earlier work directory's data and SFT team.")
     ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
     ap.add_argument("--tune", type=Path, help="Variants file: choose the recipe on the dev split first (see above).")
-    ap.add_argument("--tune-seed", type=int, default=0, help="Training seed of the dev-split runs (default 0).")
+    ap.add_argument(
+        "--tune-seed", type=int, nargs="+", default=[0], help="Training seeds of the dev-split runs (default 0)."
+    )
+    ap.add_argument(
+        "--tune-arm",
+        choices=["both", "coder"],
+        help="Train and choose the dev-split variants by this arm only (default: train both and coder, choose by both)",
+    )
     ap.add_argument(
         "--tune-only", action="store_true", help="Stop after the dev-split choice of --tune: no test-split run."
     )
@@ -170,6 +181,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--work is required (unless --pool)")
     if AFTER_CODER & set(args.arms) and "coder" not in args.arms:
         ap.error("--arms planner_after / ptx_planner_after need the coder arm: they start from its trained Coder")
+    if args.tune_arm and not args.tune:
+        ap.error("--tune-arm needs --tune, the variants to choose among on the dev split")
     if args.tune_only and not args.tune:
         ap.error("--tune-only needs --tune, the variants to choose among on the dev split")
     if args.tune_planner and args.sft_from:
@@ -189,6 +202,7 @@ class Driver:
         self.planner: list[str] = []  # the overrides chosen by tune_planner()
         self.gpus = itertools.cycle(args.gpus) if args.gpus else None
         self.coder_done = {s: threading.Event() for s in args.seeds}  # the AFTER_CODER arms wait for these
+        self.ran_arms = list(args.arms)  # run_all's arms: --arms less the ptx arms of a recipe without ptx
 
     def execute(self, name: str, cmd: list[str], cwd: Path) -> int:
         """Run one command in cwd (output to cwd/<name>.log); one line to steps.tsv."""
@@ -363,30 +377,47 @@ class Driver:
         import yaml
 
         variants = yaml.safe_load(self.args.tune.read_text()) or {}
-        both_coder = {
+        arms = [self.args.tune_arm] if self.args.tune_arm else ["both", "coder"]
+        runs = {
             f"{name}{TUNE_SEP}{arm}": tune_overrides(self.args.tune, name, spec) + ARMS[arm]
             for name, spec in variants.items()
-            for arm in ("both", "coder")
+            for arm in arms
         }
-        (self.work / "tune_variants.yaml").write_text(yaml.safe_dump(both_coder, width=1000))
+        (self.work / "tune_variants.yaml").write_text(yaml.safe_dump(runs, width=1000))
         cmd = [sys.executable, str(REPO / "notebooks/sweep.py"), "--from", str(self.work), "--params",
                str(self.work / "params.yaml"), "--workdir", str(self.work / "tune"), "--variants",
-               str(self.work / "tune_variants.yaml"), "--seeds", str(self.args.tune_seed), "--jobs",
+               str(self.work / "tune_variants.yaml"), "--seeds", *map(str, self.args.tune_seed), "--jobs",
                str(self.args.jobs), "--out", str(self.out / "tune.tsv"), "--reuse"]  # fmt: skip
         if self.execute("tune", cmd, self.work):
             sys.exit(f"the dev-split sweep failed: {self.work / 'tune.log'}")
-        name = choose_recipe(self.out / "tune.tsv")
+        name = choose_recipe(self.out / "tune.tsv", self.args.tune_arm or "both")
         (self.out / "chosen.txt").write_text(name + "\n")
         print(f"recipe chosen on the dev split: {name}", flush=True)
         self.recipe = tune_overrides(self.args.tune, name, variants[name])
         self.params(self.isolation + self.planner + self.recipe)
 
+    def ptx_on(self) -> bool:
+        """Whether the work directory's recipe has a ptx term: without one, a ptx arm would update nothing."""
+        from corecode.config import load_params
+
+        team = load_params(self.work / "params.yaml").grpo.team
+        return bool(team.ptx_coef and team.ptx_data)
+
+    def arms(self) -> list[str]:
+        """--arms, less the ptx arms where the recipe has no ptx term (noted in <out>/ptx_note.txt for the report)."""
+        if self.ptx_on():
+            return list(self.args.arms)
+        (self.out / PTX_NOTE).write_text(NO_PTX + "\n")
+        print(NO_PTX, flush=True)
+        return [a for a in self.args.arms if a not in PTX_ARMS]
+
     def run_all(self) -> None:
         """Every arm and seed, then the SFT team's evaluation, then the arms after the Coder: the runs take the first
         slots (a run whose slot comes after --deadline is not started), the evaluation, never skipped, a later one.
         An arm after the Coder holds its slot while it waits; every run it waits for was queued, so started, before."""
-        first = [a for a in self.args.arms if a not in AFTER_CODER]
-        after = [a for a in self.args.arms if a in AFTER_CODER]
+        arms = self.ran_arms = self.arms()
+        first = [a for a in arms if a not in AFTER_CODER]
+        after = [a for a in arms if a in AFTER_CODER]
         with ThreadPoolExecutor(self.args.jobs) as pool:
             jobs = [pool.submit(self.train_and_eval, arm, s) for s in self.args.seeds for arm in first]
             if not self.args.sft_from:
@@ -399,6 +430,11 @@ class Driver:
 
 
 TUNE_SEP = "__"  # between a variant's name and its arm in the dev sweep's run names
+PTX_NOTE = "ptx_note.txt"  # in <out>: why the ptx arms did not run
+NO_PTX = (
+    "grpo.team.ptx_coef is 0 (or grpo.team.ptx_data is empty): a ptx-only control would update nothing, so its team "
+    "is the SFT team; the ptx arms were not run, and each arm's control is `sft`"
+)
 
 
 def tune_overrides(path: Path, name: str, spec) -> list[str]:
@@ -410,17 +446,20 @@ def tune_overrides(path: Path, name: str, spec) -> list[str]:
     sys.exit(f"{path}: variant {name!r} must be a mapping or a list of KEY=VALUE strings")
 
 
-def choose_recipe(tsv: Path) -> str:
-    """The variant whose both-roles run has the highest dev pass@1 in the sweep's table (first listed on a tie)."""
+def choose_recipe(tsv: Path, arm: str = "both") -> str:
+    """The variant whose ``arm`` runs have the highest mean dev pass@1 over their seeds in the sweep's table (first
+    listed on a tie). A variant with a failed run is not chosen: its mean would be over fewer seeds."""
     import csv
 
+    runs: dict[str, list[str]] = {}
     with tsv.open() as f:
-        rows = [
-            r for r in csv.DictReader(f, delimiter="\t") if r["variant"].endswith(f"{TUNE_SEP}both") and r["pass_at_1"]
-        ]
-    if not rows:
-        sys.exit(f"{tsv}: no both-roles run of the dev sweep has a pass@1")
-    return max(rows, key=lambda r: float(r["pass_at_1"]))["variant"].removesuffix(f"{TUNE_SEP}both")
+        for r in csv.DictReader(f, delimiter="\t"):
+            if r["variant"].endswith(f"{TUNE_SEP}{arm}"):
+                runs.setdefault(r["variant"].removesuffix(f"{TUNE_SEP}{arm}"), []).append(r["pass_at_1"])
+    means = {name: statistics.fmean(map(float, p1)) for name, p1 in runs.items() if all(p1)}
+    if not means:
+        sys.exit(f"{tsv}: no variant's {arm} runs of the dev sweep all have a pass@1")
+    return max(means, key=means.__getitem__)
 
 
 PLANNER_COLUMNS = ["variant", "overrides", "planner_val_loss", "pass_at_1", "coder_alone", "collaboration_gain",
@@ -598,6 +637,8 @@ def write_report(out: Path, sft, scores: dict, logs: dict, seeds: list[int], arm
         "pairs": {},
     }
     lines = [f"Pooled from: {', '.join(map(str, sources))}", ""] if sources else []
+    if (out / PTX_NOTE).is_file():
+        lines += [(out / PTX_NOTE).read_text().strip() + ".", ""]
     lines += planner_tune_lines(out) + tune_lines(out)  # the dev-split choices, where there were any
     lines += ["Test split:", ""] if lines else []
     lines += [
@@ -652,7 +693,7 @@ def main(argv=None) -> None:
     if args.tune_only:  # the dev table and the choice are in <out>; the test split stays unread
         return
     drv.run_all()
-    report(drv.work, drv.out, args.seeds, args.arms)
+    report(drv.work, drv.out, args.seeds, drv.ran_arms)
 
 
 if __name__ == "__main__":

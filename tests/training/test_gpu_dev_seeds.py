@@ -69,7 +69,8 @@ def test_sft_from_without_an_sft_team_stops_before_any_command(tmp_path):
     assert not (tmp_path / "w").exists()  # nothing run, nothing written
 
 
-def _tune_table(out: Path, rows: list[tuple[str, str]]) -> None:
+def _tune_table(out: Path, rows: list[tuple]) -> None:
+    """rows: (variant, pass@1) or (variant, pass@1, seed)."""
     cols = [
         "run",
         "variant",
@@ -83,7 +84,8 @@ def _tune_table(out: Path, rows: list[tuple[str, str]]) -> None:
     ]
     lines = ["\t".join(cols)]
     lines += [
-        "\t".join([f"{v}_s0", v, "0", "k=v", "0", p, "0.40" if p else "", "+0.0" if p else "", "0.5"]) for v, p in rows
+        "\t".join([f"{v}_s{s}", v, s, "k=v", "0", p, "0.40" if p else "", "+0.0" if p else "", "0.5"])
+        for v, p, s in (row if len(row) == 3 else (*row, "0") for row in rows)
     ]
     (out / "tune.tsv").write_text("\n".join(lines) + "\n")
 
@@ -105,8 +107,74 @@ def test_tune_chooses_the_best_both_roles_run_on_dev_and_the_report_shows_it(tmp
 def test_tune_without_a_scored_both_roles_run_names_the_table(tmp_path):
     mod = _module()
     _tune_table(tmp_path, [("lr_a__both", ""), ("lr_a__coder", "0.60")])
-    with pytest.raises(SystemExit, match="tune.tsv: no both-roles run"):
+    with pytest.raises(SystemExit, match="tune.tsv: no variant's both runs"):
         mod.choose_recipe(tmp_path / "tune.tsv")
+
+
+def test_tune_arm_chooses_by_that_arms_mean_over_the_tune_seeds(tmp_path):
+    mod = _module()
+    rows = [
+        ("a__coder", "0.60", "11"), ("a__coder", "0.40", "12"),  # mean 0.50: its best seed is the best run
+        ("b__coder", "0.52", "11"), ("b__coder", "0.50", "12"),  # mean 0.51
+        ("c__coder", "0.90", "11"), ("c__coder", "", "12"),  # a failed seed: not chosen
+        ("d__both", "0.99", "11"),  # another arm: not read
+    ]  # fmt: skip
+    _tune_table(tmp_path, rows)
+    assert mod.choose_recipe(tmp_path / "tune.tsv", "coder") == "b"
+    assert mod.choose_recipe(tmp_path / "tune.tsv") == "d"  # by the both-roles runs (the default)
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--work", "w", "--tune-arm", "coder"])
+
+
+def test_tune_arm_trains_only_that_arm_for_every_tune_seed(tmp_path, monkeypatch):
+    mod = _module()
+    variants = "lr_a: {grpo.team.learning_rate: 1.0e-5}\nlr_b: {grpo.team.learning_rate: 2.0e-5}\n"
+    (tmp_path / "v.yaml").write_text(variants)
+    args = ["--work", str(tmp_path / "w"), "--tune", str(tmp_path / "v.yaml"), "--tune-arm", "coder"]
+    drv = mod.Driver(mod.parse_args(args + ["--tune-seed", "11", "12"]))
+    drv.out.mkdir(parents=True)
+    drv.work.mkdir(parents=True, exist_ok=True)
+    seen = {}
+
+    def sweep(name, cmd, cwd):  # stands in for notebooks/sweep.py: records its variants and seeds, writes its table
+        import yaml
+
+        seen["variants"] = yaml.safe_load(Path(cmd[cmd.index("--variants") + 1]).read_text())
+        seen["seeds"] = cmd[cmd.index("--seeds") + 1 : cmd.index("--jobs")]
+        _tune_table(drv.out, [("lr_a__coder", "0.3", "11"), ("lr_a__coder", "0.3", "12"),
+                              ("lr_b__coder", "0.5", "11"), ("lr_b__coder", "0.4", "12")])  # fmt: skip
+        return 0
+
+    monkeypatch.setattr(drv, "execute", sweep)
+    monkeypatch.setattr(drv, "params", lambda extra: seen.setdefault("params", extra))
+    drv.tune()
+    assert sorted(seen["variants"]) == ["lr_a__coder", "lr_b__coder"] and seen["seeds"] == ["11", "12"]
+    assert "grpo.team.frozen_roles=[planner]" in seen["variants"]["lr_b__coder"]
+    assert drv.recipe == ["grpo.team.learning_rate=2e-05"] and seen["params"][-1] == "grpo.team.learning_rate=2e-05"
+    assert (drv.out / "chosen.txt").read_text() == "lr_b\n"
+
+
+def test_a_recipe_without_ptx_runs_no_ptx_arm_and_the_report_says_sft_is_their_control(tmp_path):
+    mod = _module()
+    argv = ["--work", str(tmp_path), "--seeds", "1", "--arms", "coder", "ptx_coder", "--jobs", "2"]
+    drv = mod.Driver(mod.parse_args(argv))
+    drv.cli = [sys.executable, "-c", "pass"]  # every command succeeds at once
+    drv.out.mkdir(parents=True)
+    (tmp_path / "params.yaml").write_text("{}\n")  # the defaults: ptx 2.0 on the SFT rows
+    drv.run_all()
+    assert drv.ran_arms == ["coder", "ptx_coder"] and not (drv.out / mod.PTX_NOTE).exists()
+    ran = {line.split("\t")[1] for line in (drv.out / "steps.tsv").read_text().splitlines()}
+    assert ran == {"coder_s1", "ptx_coder_s1", tmp_path.name}
+    (drv.out / "steps.tsv").unlink()
+    (tmp_path / "params.yaml").write_text("grpo:\n  team:\n    ptx_coef: 0.0\n")
+    drv.run_all()
+    ran = {line.split("\t")[1] for line in (drv.out / "steps.tsv").read_text().splitlines()}
+    assert drv.ran_arms == ["coder"] and ran == {"coder_s1", tmp_path.name}
+    _scores(tmp_path / f"data/reports/eval/planner_coder_sft/{BENCH}.jsonl", [0.0, 1.0])
+    mod.report(tmp_path, drv.out, [1], drv.ran_arms)
+    table = (drv.out / "results.md").read_text()
+    assert table.startswith("grpo.team.ptx_coef is 0") and "each arm's control is `sft`" in table
+    assert "ptx_coder" not in table.split("\n", 1)[1]
 
 
 def test_tune_variant_of_the_wrong_shape_names_the_file(tmp_path):
