@@ -406,6 +406,7 @@ class Driver:
     def arms(self) -> list[str]:
         """--arms, less the ptx arms where the recipe has no ptx term (noted in <out>/ptx_note.txt for the report)."""
         if self.ptx_on():
+            (self.out / PTX_NOTE).unlink(missing_ok=True)  # an earlier recipe's note in the same out directory
             return list(self.args.arms)
         (self.out / PTX_NOTE).write_text(NO_PTX + "\n")
         print(NO_PTX, flush=True)

@@ -175,6 +175,9 @@ def test_a_recipe_without_ptx_runs_no_ptx_arm_and_the_report_says_sft_is_their_c
     table = (drv.out / "results.md").read_text()
     assert table.startswith("grpo.team.ptx_coef is 0") and "each arm's control is `sft`" in table
     assert "ptx_coder" not in table.split("\n", 1)[1]
+    (tmp_path / "params.yaml").write_text("{}\n")  # ptx again, in the same out directory: the note goes
+    drv.run_all()
+    assert drv.ran_arms == ["coder", "ptx_coder"] and not (drv.out / mod.PTX_NOTE).exists()
 
 
 def test_tune_variant_of_the_wrong_shape_names_the_file(tmp_path):
