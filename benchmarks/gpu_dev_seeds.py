@@ -567,7 +567,7 @@ def tune_lines(out: Path) -> list[str]:
         return []
     rows = (out / "tune.tsv").read_text().splitlines()
     cols = rows[0].split("\t")
-    keep = [cols.index(c) for c in ("variant", "overrides", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater")]
+    keep = [cols.index(c) for c in ("run", "overrides", "pass_at_1", "ref_pass_at_1", "delta_points", "p_greater")]
     lines = [f"Recipe chosen on the dev split: **{(out / 'chosen.txt').read_text().strip()}**", ""]
     lines += ["| dev run | overrides | pass@1 | SFT pass@1 | delta | p (run > SFT) |", "|---|---|---:|---:|---:|---:|"]
     for row in rows[1:]:

@@ -101,7 +101,7 @@ def test_tune_chooses_the_best_both_roles_run_on_dev_and_the_report_shows_it(tmp
     mod.report(tmp_path, tmp_path, [1], ["both"])
     assert json.loads((tmp_path / "results.json").read_text())["chosen_on_dev"] == "lr_b"
     table = (tmp_path / "results.md").read_text()
-    assert table.startswith("Recipe chosen on the dev split: **lr_b**") and "| lr_a__coder | k=v | 0.60 |" in table
+    assert table.startswith("Recipe chosen on the dev split: **lr_b**") and "| lr_a__coder_s0 | k=v | 0.60 |" in table
 
 
 def test_tune_without_a_scored_both_roles_run_names_the_table(tmp_path):
