@@ -643,18 +643,20 @@ def write_report(out: Path, sft, scores: dict, logs: dict, seeds: list[int], arm
     lines += planner_tune_lines(out) + tune_lines(out)  # the dev-split choices, where there were any
     lines += ["Test split:", ""] if lines else []
     lines += [
-        "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Collaboration Gain |",
-        "|---|---:|---:|---|---|---|",
+        "| run | pass@1 | median step s | plan accuracy by quarter | Planner zero-var groups | Coder zero-var groups "
+        "| Collaboration Gain |",
+        "|---|---:|---:|---|---|---|---|",
     ]
     if sft:
-        lines.append(f"| SFT team | {100 * result['sft']['pass_at_1']:.2f}% | | | | |")
+        lines.append(f"| SFT team | {100 * result['sft']['pass_at_1']:.2f}% | | | | | |")
     for (arm, s), sc in scores.items():
         log = logs.get((arm, s), {})
         result["runs"][f"{arm}_s{s}"] = {"pass_at_1": statistics.fmean(sc.values()) if sc else None, **log}
         p1 = f"{100 * statistics.fmean(sc.values()):.2f}%" if sc else "missing"
         acc, zero = log.get("planner/plan_accuracy", ""), log.get("planner/zero_std_frac", "")
+        coder_zero = log.get("coder/zero_std_frac", "")
         gain = " ".join(f"{g:+.2f}" for _, g in log.get("collaboration_gain", []))
-        lines.append(f"| {arm}_s{s} | {p1} | {log.get('median_step_s', '')} | {acc} | {zero} | {gain} |")
+        lines.append(f"| {arm}_s{s} | {p1} | {log.get('median_step_s', '')} | {acc} | {zero} | {coder_zero} | {gain} |")
     lines += ["", "| seed | a | b | delta (points) | 95% CI | p (a > b) |", "|---|---|---|---:|---|---:|"]
     for a, b in PAIRS:
         if not {a, b} <= set(arms) | {"sft"}:

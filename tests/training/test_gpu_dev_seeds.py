@@ -35,7 +35,10 @@ def test_report_pairs_per_seed_and_pooled(tmp_path):
     mod = _module()
     n = 40
     _scores(tmp_path / f"data/reports/eval/planner_coder_sft/{BENCH}.jsonl", [0.0] * n)
-    log = [{"step": s, "step_time_s": 1.0, "planner/plan_accuracy": s / 8} for s in range(1, 9)]
+    log = [
+        {"step": s, "step_time_s": 1.0, "planner/plan_accuracy": s / 8, "coder/zero_std_frac": 1 - s / 8}
+        for s in range(1, 9)
+    ]
     log.append({"step": 8, "eval/collaboration_gain": 0.25})
     _run(tmp_path, "both_s1", [1.0] * 20 + [0.0] * 20, log)  # 50%
     _run(tmp_path, "both_s2", [1.0] * 10 + [0.0] * 30, log)  # 25%
@@ -56,6 +59,8 @@ def test_report_pairs_per_seed_and_pooled(tmp_path):
     assert run["collaboration_gain"] == [[8, 0.25]] and run["median_step_s"] == 1.0
     table = (tmp_path / "results.md").read_text()
     assert "| coder_s2 | missing |" in table and "| pooled | both | sft | +37.50 |" in table
+    # the Coder's zero-variance groups by quarter, beside the Planner's measurements
+    assert "| [0.188, 0.438, 0.688, 0.938] |  | [0.812, 0.562, 0.312, 0.062] | +0.25 |" in table
 
 
 def test_sft_from_without_an_sft_team_stops_before_any_command(tmp_path):
