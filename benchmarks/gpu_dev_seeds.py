@@ -17,6 +17,9 @@ and that Coder, frozen (`grpo.team.coder_model`: that run's `grpo_coder`, `froze
 - `planner_after`: the Planner's stage, the same length and rollouts as the Coder's;
 - `ptx_planner_after`: that stage with the RL term zeroed, its ptx-only control.
 
+`--arm-set ARM KEY=VALUE` gives one arm's training an override of its own (the frozen Coder's rollout temperature in
+the Planner's stage, say), in the dev-split runs of `--tune` too.
+
 With `--tune VARIANTS.yaml` the recipe is first chosen on the build's dev split: every variant (a name and its `--set`
 overrides, the format of `notebooks/sweep.py --variants`) is trained from the SFT team as `both` and as `coder`, or
 only as the arm `--tune-arm` names, once per seed of `--tune-seed`, and scored on `composite_dev` by
@@ -156,6 +159,15 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="Override for every command, after the recipe; repeatable.",
     )
+    ap.add_argument(
+        "--arm-set",
+        dest="arm_sets",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("ARM", "KEY=VALUE"),
+        help="Override for one arm's training only, after --set; repeatable.",
+    )
     ap.add_argument("--sft-from", type=Path, help="Reuse this earlier work directory's data and SFT team.")
     ap.add_argument("--deadline", type=float, default=0, help="Seconds after which no run starts (0: none).")
     ap.add_argument("--tune", type=Path, help="Variants file: choose the recipe on the dev split first (see above).")
@@ -181,6 +193,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--work is required (unless --pool)")
     if AFTER_CODER & set(args.arms) and "coder" not in args.arms:
         ap.error("--arms planner_after / ptx_planner_after need the coder arm: they start from its trained Coder")
+    for arm, kv in args.arm_sets:
+        if arm not in args.arms or "=" not in kv:
+            ap.error(f"--arm-set {arm} {kv}: needs an arm of --arms ({' '.join(args.arms)}) and a KEY=VALUE")
     if args.tune_arm and not args.tune:
         ap.error("--tune-arm needs --tune, the variants to choose among on the dev split")
     if args.tune_only and not args.tune:
@@ -346,6 +361,10 @@ class Driver:
         links = ("data/processed", "data/checkpoints/sft_planner", "data/checkpoints/sft_coder")
         return self.scratch_dir(self.work / "runs" / run, links)
 
+    def arm_overrides(self, arm: str) -> list[str]:
+        """What makes a run this arm: its ARMS entry, then its --arm-set overrides."""
+        return ARMS[arm] + [kv for a, kv in self.args.arm_sets if a == arm]
+
     def train_and_eval(self, arm: str, seed: int) -> None:
         try:
             self._train_and_eval(arm, seed)
@@ -354,7 +373,7 @@ class Driver:
                 self.coder_done[seed].set()
 
     def _train_and_eval(self, arm: str, seed: int) -> None:
-        sets = ARMS[arm] + [f"seed={seed}"]
+        sets = self.arm_overrides(arm) + [f"seed={seed}"]
         if arm in AFTER_CODER:
             self.coder_done[seed].wait()
             coder = self.run_dir(f"coder_s{seed}") / "data/checkpoints/grpo_coder"
@@ -379,7 +398,7 @@ class Driver:
         variants = yaml.safe_load(self.args.tune.read_text()) or {}
         arms = [self.args.tune_arm] if self.args.tune_arm else ["both", "coder"]
         runs = {
-            f"{name}{TUNE_SEP}{arm}": tune_overrides(self.args.tune, name, spec) + ARMS[arm]
+            f"{name}{TUNE_SEP}{arm}": tune_overrides(self.args.tune, name, spec) + self.arm_overrides(arm)
             for name, spec in variants.items()
             for arm in arms
         }

@@ -136,7 +136,8 @@ def test_tune_arm_trains_only_that_arm_for_every_tune_seed(tmp_path, monkeypatch
     variants = "lr_a: {grpo.team.learning_rate: 1.0e-5}\nlr_b: {grpo.team.learning_rate: 2.0e-5}\n"
     (tmp_path / "v.yaml").write_text(variants)
     args = ["--work", str(tmp_path / "w"), "--tune", str(tmp_path / "v.yaml"), "--tune-arm", "coder"]
-    drv = mod.Driver(mod.parse_args(args + ["--tune-seed", "11", "12"]))
+    arm_set = ["--arm-set", "coder", "grpo.team.roles.coder.beta=0.1"]
+    drv = mod.Driver(mod.parse_args(args + ["--tune-seed", "11", "12"] + arm_set))
     drv.out.mkdir(parents=True)
     drv.work.mkdir(parents=True, exist_ok=True)
     seen = {}
@@ -154,7 +155,8 @@ def test_tune_arm_trains_only_that_arm_for_every_tune_seed(tmp_path, monkeypatch
     monkeypatch.setattr(drv, "params", lambda extra: seen.setdefault("params", extra))
     drv.tune()
     assert sorted(seen["variants"]) == ["lr_a__coder", "lr_b__coder"] and seen["seeds"] == ["11", "12"]
-    assert "grpo.team.frozen_roles=[planner]" in seen["variants"]["lr_b__coder"]
+    coder = ["grpo.team.frozen_roles=[planner]", "grpo.team.roles.coder.beta=0.1"]  # the arm, then its --arm-set
+    assert seen["variants"]["lr_b__coder"][-2:] == coder
     assert drv.recipe == ["grpo.team.learning_rate=2e-05"] and seen["params"][-1] == "grpo.team.learning_rate=2e-05"
     assert (drv.out / "chosen.txt").read_text() == "lr_b\n"
 
@@ -404,7 +406,8 @@ def test_planner_after_starts_from_its_seeds_trained_coder_and_waits_for_it(tmp_
     cli.write_text(AFTER_CLI)
     monkeypatch.setenv("CALLS", str(calls))
     argv = ["--work", str(tmp_path / "w"), "--seeds", "1", "2", "--jobs", "8", "--gpus", "0", "1"]
-    args = mod.parse_args(argv + ["--arms", "planner_after", "coder", "ptx_planner_after"])
+    arm_set = ["--arm-set", "planner_after", "grpo.team.roles.coder.temperature=0.7"]
+    args = mod.parse_args(argv + ["--arms", "planner_after", "coder", "ptx_planner_after"] + arm_set)
     drv = mod.Driver(args)
     drv.cli = [sys.executable, str(cli)]
     drv.out.mkdir(parents=True)
@@ -422,6 +425,11 @@ def test_planner_after_starts_from_its_seeds_trained_coder_and_waits_for_it(tmp_
         assert f"{arm}_s2" not in order  # seed 2's Coder failed: nothing to start from
     assert dict(trained)["ptx_planner_after_s1"]["grpo.team.rl_coef"] == "0.0"
     assert "grpo.team.coder_model" not in dict(trained)["coder_s1"]
+    # --arm-set reaches its arm's training and no other's
+    assert dict(trained)["planner_after_s1"]["grpo.team.roles.coder.temperature"] == "0.7"
+    assert not any("grpo.team.roles.coder.temperature" in sets for run, sets in trained if run != "planner_after_s1")
     assert {gpu for _, _, gpu, _ in rows} == {"0", "1"}  # the commands take the devices in turn
     with pytest.raises(SystemExit):
         mod.parse_args(argv + ["--arms", "planner_after"])
+    with pytest.raises(SystemExit):  # an arm that does not run
+        mod.parse_args(argv + ["--arms", "coder"] + arm_set)
