@@ -419,8 +419,7 @@ class Driver:
         """Whether the work directory's recipe has a ptx term: without one, a ptx arm would update nothing."""
         from corecode.config import load_params
 
-        team = load_params(self.work / "params.yaml").grpo.team
-        return bool(team.ptx_coef and team.ptx_data)
+        return load_params(self.work / "params.yaml").grpo.team.has_ptx
 
     def arms(self) -> list[str]:
         """--arms, less the ptx arms where the recipe has no ptx term (noted in <out>/ptx_note.txt for the report)."""

@@ -196,7 +196,7 @@ def _register_team(app: typer.Typer) -> None:
         p = load_cli_params(params_path, overrides)
         if ptx_control:  # the team's recipe with the RL term zeroed, written to grpo.team.ptx_control's places
             team = p.grpo.team
-            if not (team.ptx_coef and team.ptx_data):
+            if not team.has_ptx:
                 _control_without_ptx(team)
                 return
             p.grpo.team = team.model_copy(update={"rl_coef": 0.0, **team.ptx_control.model_dump()})

@@ -234,6 +234,11 @@ class TwoRoleGRPOParams(BaseModel):
 
     role_names: ClassVar[tuple[str, ...]] = ()
 
+    @property
+    def has_ptx(self) -> bool:
+        """Whether the updates carry the ptx term: a weight, and SFT rows for it to read."""
+        return bool(self.ptx_coef and self.ptx_data)
+
     def role_model(self, role: str) -> RoleModelParams:
         """``role``'s lora, gradient_checkpointing and attn_implementation: its override, else the section's."""
         own = self.roles.get(role, RoleModelParams())
@@ -271,7 +276,7 @@ class TwoRoleGRPOParams(BaseModel):
                 )
             if lora.enabled and not lora.merge:
                 raise ValueError(f"lora.merge ({role}): the GRPO trainers save merged checkpoints; set it true")
-        if not self.rl_coef and not (self.ptx_coef and self.ptx_data):
+        if not self.rl_coef and not self.has_ptx:
             raise ValueError("rl_coef: 0 (the ptx-only control) needs ptx_coef > 0 and ptx_data: nothing would train")
         if self.shared_base:
             for role, own in self.roles.items():

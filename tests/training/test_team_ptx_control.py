@@ -20,6 +20,7 @@ from corecode.training.ptx import ptx_batch  # noqa: E402
 from corecode.training.team_grpo import TeamGRPOTrainer, load_role_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,31 @@ def test_the_control_needs_a_ptx_term():
     with pytest.raises(ValueError, match="rl_coef: 0"):
         TeamGRPOParams(rl_coef=0.0, ptx_coef=0.0)
     assert TeamGRPOParams(rl_coef=0.0).ptx_coef == 2.0  # the embedded default's control is valid
+
+
+def test_the_control_of_a_recipe_without_ptx_is_the_sft_team(tmp_path, monkeypatch):
+    """``grpo-team --ptx-control`` of a recipe with ptx off (the Qwen profiles' ``ptx_coef: 0``) would update nothing:
+    the control's places get the start checkpoints, replacing what was there, and an empty log; no trainer runs."""
+    from typer.testing import CliRunner
+
+    from corecode.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    for role in ("planner", "coder"):
+        (tmp_path / f"sft_{role}").mkdir()
+        (tmp_path / f"sft_{role}" / "model.safetensors").write_text(role)
+    stale = tmp_path / "data/checkpoints/ptx_coder/stale.bin"  # an earlier run's control
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
+    sets = ["grpo.team.planner_model=sft_planner", "grpo.team.coder_model=sft_coder", "grpo.team.ptx_coef=0"]
+    args = ["--pipeline-outputs", "grpo-team", "--ptx-control", "--params", str(ROOT / "params.yaml")]
+    res = CliRunner().invoke(app, args + [x for kv in sets for x in ("--set", kv)])
+    assert res.exit_code == 0, res.output
+    assert "the control is the SFT team" in res.output
+    for role in ("planner", "coder"):
+        assert sorted(p.name for p in (tmp_path / f"data/checkpoints/ptx_{role}").iterdir()) == ["model.safetensors"]
+        assert (tmp_path / f"data/checkpoints/ptx_{role}/model.safetensors").read_text() == role
+    assert json.loads((tmp_path / "data/reports/train/grpo_ptx.json").read_text()) == []
 
 
 def test_in_training_evaluation_refuses_the_test_split(team_dir):
