@@ -1,20 +1,13 @@
-"""One SFT step two ways, side by side in one process: the loss (``--compare loss``) or the row order
-(``--compare sampling``).
+"""One SFT step with TRL's fused LM-head loss against the loss from the model's full logits, same process.
 
 Both sides are corecode's SFT trainer as `corecode sft --role R` builds it (params.yaml, the role's data, the base
-checkpoint), with the same seed, differing in one key:
-
-- ``loss``: ``sft.fused_lm_head``. True is TRL 1.x's own ``SFTTrainer`` loss (chunked fused LM head,
-  ``trl.kernels.chunked_logprob``), False is ``LogitsLossSFTTrainer`` (corecode.training.sft_trainer). Both see the
-  same batches in the same order; the script prints each side's median step time over steps ``--skip``..N, their
-  ratio (logits / fused), and the largest difference between the two runs' logged losses, which shows that both
-  optimise the same quantity.
-- ``sampling``: ``sft.train_sampling``, random against group_by_length (transformers' LengthGroupedSampler). The
-  batches differ, so the script prints each side's median step time, their ratio (grouped / random) and the share of
-  padding among the tokens of the batches each side trained on.
+checkpoint), differing only in ``sft.fused_lm_head``: True is TRL 1.x's own ``SFTTrainer`` loss (chunked fused LM
+head, ``trl.kernels.chunked_logprob``), False is ``LogitsLossSFTTrainer`` (corecode.training.sft_trainer). Same seed,
+so both see the same batches in the same order; the script prints each side's median step time over steps
+``--skip``..N, their ratio (logits / fused), and the largest difference between the two runs' logged losses, which
+shows that both optimise the same quantity.
 
     python benchmarks/sft_step.py --role coder --steps 80      # after `dvc repro init_model` (needs data/ and base)
-    python benchmarks/sft_step.py --role planner --steps 200 --compare sampling
     python benchmarks/sft_step.py --tiny                       # CPU smoke run on a tiny random model
 """
 
@@ -51,8 +44,8 @@ def _tiny_inputs(tmp: Path) -> tuple[Path, Path]:
     return ckpt, data
 
 
-def run(update: dict, cfg, data: Path, base: Path, work: Path) -> tuple[list[float], list[float], float]:
-    """Step wall times, logged losses and the share of padding among the batches' tokens of one short run."""
+def run(fused: bool, cfg, data: Path, base: Path, work: Path) -> tuple[list[float], list[float]]:
+    """Step wall times and logged losses of one short training run."""
     from transformers import TrainerCallback
 
     from corecode.training.sft import build_sft_trainer
@@ -66,28 +59,12 @@ def run(update: dict, cfg, data: Path, base: Path, work: Path) -> tuple[list[flo
         def on_step_end(self, args, state, control, **kw):
             times.append(time.perf_counter() - self.t)
 
-    c = cfg.model_copy(update=update | {"work_dir": str(work)})
+    c = cfg.model_copy(update={"fused_lm_head": fused, "work_dir": str(work)})
     trainer = build_sft_trainer(c, data, base)
-    tokens = {"padded": 0, "real": 0}
-    collate = trainer.data_collator
-
-    def counting_collator(rows):
-        batch = collate(rows)
-        tokens["padded"] += batch["attention_mask"].numel()
-        tokens["real"] += int(batch["attention_mask"].sum())
-        return batch
-
-    trainer.data_collator = counting_collator
     trainer.add_callback(Clock())
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return times, losses, 1 - tokens["real"] / max(tokens["padded"], 1)
-
-
-SIDES = {
-    "loss": (("TRL fused LM head", {"fused_lm_head": True}), ("logits loss", {"fused_lm_head": False})),
-    "sampling": (("random", {"train_sampling": "random"}), ("group_by_length", {"train_sampling": "group_by_length"})),
-}
+    return times, losses
 
 
 def main() -> None:
@@ -97,7 +74,6 @@ def main() -> None:
     ap.add_argument("--skip", type=int, default=5, help="Warm-up steps left out of the median.")
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
     ap.add_argument("--tiny", action="store_true", help="Tiny random model and data (smoke run).")
-    ap.add_argument("--compare", default="loss", choices=sorted(SIDES), help="What the two sides differ in.")
     args = ap.parse_args()
 
     from corecode.config import load_params
@@ -119,21 +95,17 @@ def main() -> None:
                 "max_eval_rows": 1,
             }
         )
-        results = []
-        for i, (name, update) in enumerate(SIDES[args.compare]):
-            times, losses, padding = run(update, cfg, data, base, tmp / f"work_{i}")
-            results.append((name, statistics.median(times[args.skip :]), losses, padding))
-    (_, t_a, l_a, _), (_, t_b, l_b, _) = results
+        results = {}
+        for fused in (True, False):
+            times, losses = run(fused, cfg, data, base, tmp / f"work_{fused}")
+            results[fused] = (statistics.median(times[args.skip :]), losses)
+    (t_fused, l_fused), (t_logits, l_logits) = results[True], results[False]
+    diff = max(abs(a - b) for a, b in zip(l_fused, l_logits))
     print(f"role {args.role}, {args.steps} steps, batch {cfg.batch_size}, max_length {cfg.max_length}")
-    for name, t, _, pad in results:
-        print(f"{name:18s}: {t * 1e3:.1f} ms/step (median of steps {args.skip + 1}..{args.steps}), padding {pad:.1%}")
-    if args.compare == "loss":
-        diff = max(abs(a - b) for a, b in zip(l_a, l_b))
-        print(f"ratio logits/fused: {t_b / t_a:.3f}")
-        print(f"max |loss difference| over {len(l_a)} logged steps: {diff:.2e}")
-    else:
-        print(f"ratio grouped/random: {t_b / t_a:.3f}")
-        print(f"last logged loss: random {l_a[-1]:.4f}, group_by_length {l_b[-1]:.4f}")
+    print(f"TRL fused LM head : {t_fused * 1e3:.1f} ms/step (median of steps {args.skip + 1}..{args.steps})")
+    print(f"logits loss       : {t_logits * 1e3:.1f} ms/step")
+    print(f"ratio logits/fused: {t_logits / t_fused:.3f}")
+    print(f"max |loss difference| over {len(l_fused)} logged steps: {diff:.2e}")
 
 
 if __name__ == "__main__":

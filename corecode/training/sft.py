@@ -162,17 +162,6 @@ def warmup_kwarg(args_cls: type, ratio: float) -> dict[str, float]:
     return {"warmup_ratio": ratio} if "warmup_ratio" in names else {"warmup_steps": ratio}
 
 
-def sampling_kwarg(args_cls: type, strategy: str) -> dict[str, object]:
-    """``{"train_sampling_strategy": strategy}`` where the args class has that field (transformers 5.17 has it),
-    else ``{"group_by_length": ...}``, the bool it replaced (transformers 5.0); pyproject allows any 5.x."""
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(args_cls)}
-    if "train_sampling_strategy" in names:
-        return {"train_sampling_strategy": strategy}
-    return {"group_by_length": strategy == "group_by_length"}
-
-
 def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to: list[str]):
     """TRL ``SFTConfig`` from one role's resolved params (the only place params map onto TRL's knobs)."""
     import torch
@@ -188,7 +177,6 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
         per_device_eval_batch_size=cfg.eval_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         max_length=cfg.max_length,
-        **sampling_kwarg(SFTConfig, cfg.train_sampling),
         **warmup_kwarg(SFTConfig, cfg.warmup_ratio),
         lr_scheduler_type=cfg.lr_scheduler_type,
         weight_decay=cfg.weight_decay,

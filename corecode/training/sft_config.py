@@ -69,13 +69,6 @@ class SFTParams(BaseModel):
     lr_scheduler_type: str = Field("cosine", description="transformers scheduler name (cosine, linear, constant...).")
     weight_decay: float = Field(0.01, ge=0.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
-    train_sampling: Literal["random", "group_by_length"] = Field(
-        "group_by_length",
-        description="Order of the training rows (TrainingArguments' train_sampling_strategy): random, or "
-        "group_by_length (transformers' LengthGroupedSampler: random groups of 50 batches, each group sorted by "
-        "length, so a batch pads little). In a random batch of 8 about a fifth of the composite SFT sets' tokens are "
-        "padding; grouped, the CPU step is about 1.4x faster (benchmarks/sft_step.py --compare sampling).",
-    )
     eval_steps: int = Field(600, ge=1, description="Evaluate on the val split every N steps (and at the end).")
     logging_steps: int = Field(25, ge=1, description="Log train loss / lr every N steps.")
     completion_only_loss: bool = Field(
