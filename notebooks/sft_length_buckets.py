@@ -1,7 +1,7 @@
 """SFT of one role with its rows in length buckets whose batches come in random order, or in random order, from a
 finished `make run`'s data and base checkpoint (notebooks/2026-12-01-01-length-grouped-sft.md).
 
-    python notebooks/sft_length_buckets.py --root /tmp/mr3 --role coder --order buckets --seed 1 --out /tmp/sb1_coder
+    python notebooks/sft_length_buckets.py --root /tmp/fr2 --role coder --order buckets --seed 1 --out /tmp/sb1_coder
     corecode evaluate -m planner_coder_sft --out-dir /tmp/dev --set "evaluate.benchmarks=[composite_dev]" \
         --set agents.teams.planner_coder_sft.roles.coder=/tmp/sb1_coder/ckpt
 
@@ -66,9 +66,9 @@ def main() -> None:
     root = args.root.resolve()
     out = args.out.resolve()
     os.chdir(root)
-    sys.path.insert(0, str(root))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's corecode, root's data
     from corecode.config import load_params
-    from corecode.training.sft import build_sft_trainer
+    from corecode.training.sft import build_sft_trainer, save_final_model
 
     params = load_params("params.yaml")
     seed = params.seed if args.seed is None else args.seed
@@ -81,8 +81,7 @@ def main() -> None:
     t = time.time()
     trainer.train()
     print(f"{args.role} {args.order} seed {seed}: trained in {time.time() - t:.1f} s")
-    trainer.save_model(str(out / "ckpt"))
-    trainer.processing_class.save_pretrained(str(out / "ckpt"))
+    save_final_model(trainer.model, trainer.processing_class, cfg, out / "ckpt", Path(trainer.args.output_dir))
 
 
 if __name__ == "__main__":
