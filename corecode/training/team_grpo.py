@@ -267,7 +267,7 @@ class _TwoRoleTrainer:
         # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
         # decides), as evaluation renders them (corecode.generation.render).
         self.chat = {name: use_chat(r.tokenizer, chat) for name, r in self.roles.items()}
-        self.ptx_rows = self._load_ptx_rows() if params.ptx_coef else {}
+        self.ptx_rows = self._load_ptx_rows() if params.has_ptx else {}
         self.acc.register_for_checkpointing(self.state)
         self._loop_thread, self._loop, ready = start_event_loop_in_daemon(name="corecode-sandbox-scoring")
         ready.wait()
