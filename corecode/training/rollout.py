@@ -29,7 +29,7 @@ class Sample:
     old_logps: torch.Tensor | None = None
 
 
-def _completion_ids(row: list[int], eos_ids: set[int], pad_id: int | None) -> tuple[list[int], str]:
+def completion_ids(row: list[int], eos_ids: set[int], pad_id: int | None) -> tuple[list[int], str]:
     """Cut a generated row after its first stop token (kept, as TRL does) or drop trailing padding."""
     for j, t in enumerate(row):
         if t in eos_ids:
@@ -130,7 +130,7 @@ def generate_chunks(
             for i, p_ids in enumerate(prompt_rows):
                 group = []
                 for j in range(n):
-                    ids, finish = _completion_ids(gen[i * n + j], eos_ids, pad_id)
+                    ids, finish = completion_ids(gen[i * n + j], eos_ids, pad_id)
                     text = tokenizer.decode(ids, skip_special_tokens=True)
                     group.append(Sample(p_ids, Completion(text, len(ids), ids, finish)))
                 result.append(group)

@@ -143,6 +143,43 @@ def ptx_trainer_class():
     return PtxGRPOTrainer
 
 
+def uses_lean_decode(cfg: SingleGRPOParams, model) -> bool:
+    """Whether rollouts sample with ``LeanDecoder`` (``grpo.single.lean_decode``; null: on CPU when it supports the
+    model, as the team's rollouts do)."""
+    from corecode.generation.lean_decode import LeanDecoder
+
+    wanted = cfg.lean_decode if cfg.lean_decode is not None else model.device.type == "cpu"
+    return bool(wanted) and LeanDecoder.supports(model)
+
+
+def lean_rollout(max_new_tokens: int, temperature: float, top_p: float, eos_ids: set[int]):
+    """TRL ``rollout_func`` that samples each prompt's completion with ``LeanDecoder``, the loop the team's rollouts
+    and evaluation use. Written here because TRL's own path calls ``generate``, which on a CPU spends more time in
+    Python per token than in the model (docs/benchmarks.md, "CPU decoding"); TRL's hook lets the sampler be swapped
+    and keeps everything after it (rewards, advantages, loss) TRL's. Prompts are tokenized as evaluation tokenizes
+    them; a completion keeps its first stop token, as TRL's generate path does. No sampling log-probabilities:
+    TRL needs them only for vLLM's importance-sampling correction."""
+
+    def rollout(prompts: list[str], trainer) -> dict:
+        from corecode.generation.lean_decode import LeanDecoder
+        from corecode.generation.render import tokenize_rendered
+        from corecode.training.rollout import completion_ids
+
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        ids = tokenize_rendered(tokenizer, prompts)
+        enc = tokenizer.pad({"input_ids": ids}, return_tensors="pt", padding=True, padding_side="left")
+        enc = enc.to(model.device)
+        pad_id = tokenizer.pad_token_id
+        rows = LeanDecoder(model).run(
+            enc["input_ids"], enc["attention_mask"], max_new_tokens, pad_id, eos_ids, temperature, top_p
+        )
+        completions = [completion_ids(row, eos_ids, pad_id)[0] for row in rows.tolist()]
+        return {"prompt_ids": ids, "completion_ids": completions, "logprobs": None}
+
+    return rollout
+
+
 @dataclass
 class SingleGRPOResult:
     output_dir: Path
@@ -199,6 +236,10 @@ def train_grpo_single(
     args = build_grpo_config(cfg, seed, work_dir, plan_then_code, report_to or [])
     ptx_rows = read_ptx_rows(cfg.ptx_data, "single") if cfg.ptx_coef and not plan_then_code else []
 
+    rollout = None
+    if uses_lean_decode(cfg, model):
+        rollout = lean_rollout(args.max_completion_length, cfg.temperature, cfg.top_p, stop)
+
     own_sandbox = sandbox is None
     if own_sandbox:
         sandbox = Sandbox(params.sandbox).__enter__()
@@ -221,6 +262,7 @@ def train_grpo_single(
             ptx_batch_size=cfg.ptx_batch_size,
             ptx_seed=seed,
             chat=use_chat(tokenizer, params.generation.use_chat_template),
+            rollout_func=rollout,
         )
         t0 = time.perf_counter()
         trainer.train()

@@ -47,6 +47,13 @@ class SingleGRPOParams(BaseModel):
     pta_max_completion_length: int = Field(224, ge=1, description="Max new tokens with --plan-then-code (plan+code).")
     temperature: float = Field(0.7, gt=0, description="Sampling temperature of rollouts.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling of rollouts.")
+    lean_decode: bool | None = Field(
+        None,
+        description="Sample rollouts with corecode's decode loop (corecode.generation.lean_decode), handed to TRL as "
+        "its rollout_func, instead of TRL's generate: the sampler the team's rollouts use (grpo.team.lean_decode). "
+        "null (auto): on CPU for Llama/Qwen2-shaped models; true: wherever the model is supported; false: TRL's "
+        "generate.",
+    )
     max_steps: int = Field(80, ge=1, description="Optimizer steps.")
     learning_rate: float = Field(5e-5, gt=0, description="AdamW learning rate.")
     ptx_coef: float = Field(

@@ -147,6 +147,28 @@ def test_grpo_single_updates_the_model_with_sandbox_rewards(setup, sandbox):
 
 
 @pytest.mark.slow
+def test_rollouts_go_through_the_lean_decoder_on_cpu_and_trl_s_generate_when_off(setup, sandbox):
+    """TRL warns when a rollout_func replaces its generation: on CPU by default, never with lean_decode false; both
+    paths train."""
+    import warnings
+
+    from corecode.training.single_grpo import train_grpo_single
+
+    d, problems = setup
+    for lean in (None, False):
+        out = d / f"grpo_single_lean_{lean}"
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            res = train_grpo_single(
+                _params(d, problems, output=str(out), max_steps=1, lean_decode=lean, log_dir=str(out)), sandbox=sandbox
+            )
+        assert any("rollout_func" in str(w.message) for w in seen) == (lean is None)
+        hist = json.loads(res.log_path.read_text())
+        lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
+        assert res.global_step == 1 and lengths and 0 < lengths[0] <= 64, hist
+
+
+@pytest.mark.slow
 def test_plan_then_code_adds_the_plan_format_term(setup, sandbox):
     from corecode.training.single_grpo import train_grpo_single
 
