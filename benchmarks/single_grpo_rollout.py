@@ -68,7 +68,9 @@ def main() -> None:
             for side in SIDES if r % 2 == 0 else reversed(SIDES):
                 out = Path(tmp) / f"{side}_{r}"
                 cmd = [sys.executable, __file__, "--root", str(root), "--steps", str(args.steps)]
-                subprocess.run([*cmd, "--child", side, "--out", str(out)], check=True)
+                run = subprocess.run([*cmd, "--child", side, "--out", str(out)], capture_output=True, text=True)
+                if run.returncode:
+                    raise SystemExit(f"{side} run failed:\n{run.stdout[-2000:]}{run.stderr[-4000:]}")
                 step, length = summary(json.loads((out / "history.json").read_text()), args.skip)
                 medians[side].append(step)
                 print(f"round {r} {side}: median step {step:.3f} s, mean completion {length:.1f} tokens", flush=True)

@@ -291,7 +291,7 @@ def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base,
     results = {}
     for fused in (True, False):
         trainer = build_sft_trainer(
-            _params(tmp_path, fused_lm_head=fused).for_role("coder"), data / "coder.jsonl", base
+            _params(tmp_path, fused_lm_head=fused, logging_steps=1).for_role("coder"), data / "coder.jsonl", base
         )
         assert type(trainer) is (SFTTrainer if fused else LogitsLossSFTTrainer)
         batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
@@ -311,6 +311,26 @@ def test_logits_loss_equals_trls_fused_loss_and_logs_its_metrics(tmp_path, base,
     assert m_l["entropy"] == pytest.approx(m_f["entropy"], rel=1e-4) and m_l["entropy"] > 0
     assert m_l["mean_token_accuracy"] == pytest.approx(m_f["mean_token_accuracy"])
     assert m_l["num_tokens"] == m_f["num_tokens"] > 0
+
+
+def test_logits_loss_computes_its_metrics_on_the_logged_steps_only(tmp_path, base, data):
+    """Entropy and token accuracy are computed for the steps the Trainer logs (the first, every logging_steps, the
+    last) and logged there; num_tokens counts every step."""
+    trainer = build_sft_trainer(
+        _params(tmp_path, max_steps=7, logging_steps=3, eval_steps=100, fused_lm_head=False).for_role("coder"),
+        data / "coder.jsonl",
+        base,
+    )
+    asked = {}
+    logs_this_step = trainer._logs_this_step
+    trainer._logs_this_step = lambda: asked.setdefault(trainer.state.global_step + 1, logs_this_step())
+    trainer.train()
+    assert trainer.args.logging_first_step and len(asked) == 7
+    assert sorted(step for step, computed in asked.items() if computed) == [1, 3, 6, 7]
+    logged = {h["step"]: h for h in trainer.state.log_history if "entropy" in h}
+    assert sorted(logged) == [1, 3, 6] and all(h["entropy"] > 0 for h in logged.values())
+    assert 0 <= logged[6]["mean_token_accuracy"] <= 1
+    assert logged[6]["num_tokens"] > logged[3]["num_tokens"] > 0
 
 
 def test_logits_loss_training_matches_the_fused_run(tmp_path, base, data):
@@ -351,3 +371,23 @@ def test_sft_step_benchmark_runs_both_losses():
     ratio = float(re.search(r"ratio logits/fused: ([0-9.]+)", out.stdout).group(1))
     diff = float(re.search(r"max \|loss difference\| over \d+ logged steps: ([0-9.e+-]+)", out.stdout).group(1))
     assert ratio > 0 and diff < 1e-3, out.stdout
+
+
+def test_sft_step_benchmark_metrics_only_when_logged_leave_the_weights_alone():
+    """benchmarks/sft_step.py --tiny --compare metrics: the entropy and token accuracy computed only on logged steps
+    train the same weights as on every step, and cost less."""
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "sft_step.py"), "--tiny", "--compare", "metrics"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "final weights identical: True; logged losses identical: True" in out.stdout, out.stdout
+    assert float(re.search(r"ratio every/logged: ([0-9.]+)", out.stdout).group(1)) > 0, out.stdout
