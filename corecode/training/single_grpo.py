@@ -7,8 +7,10 @@ Rewards come from ``corecode.training.rewards.SandboxCodeReward`` (the MAGRPO-st
 trainer: syntax ok, runs, per-test credit, all-pass bonus; weights in ``grpo.single.reward``); every completion runs
 only inside ``corecode.sandbox``. Every update adds the PPO-ptx term (``grpo.single.ptx_coef`` x the SFT loss of a
 batch of ``single.jsonl``, as the team's Coder gets; not with --plan-then-code), which TRL lacks
-(:func:`ptx_trainer_class`). Everything else — sampling, group-relative advantages, the loss variant (``grpo`` /
-``dapo`` / ``dr_grpo``), KL to the start policy — is TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
+(:func:`ptx_trainer_class`). On CPU the completions are sampled by corecode's decode loop, the team's sampler, handed
+to TRL as its ``rollout_func`` (:func:`lean_rollout`, ``grpo.single.lean_decode``). Everything else — group-relative
+advantages, the loss variant (``grpo`` / ``dapo`` / ``dr_grpo``), KL to the start policy, and sampling elsewhere — is
+TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
 """
 
 from __future__ import annotations
