@@ -72,9 +72,10 @@ format: setup
 	$(BIN)/ruff format .
 
 # The browser test runs in its own pytest process: its Prefect and MLflow servers and the flows tests' session-wide
-# prefect_test_harness do not share one process (together, the harness's teardown hangs).
+# prefect_test_harness do not share one process (together, the harness's teardown hangs). --durations lists the
+# slowest tests: the suite has to stay within `make test`'s 20 minutes on a 2-core machine.
 test: lint browser-deps
-	$(BIN)/python -m pytest -q --ignore=tests/flows/test_flows_browser.py --ignore=tests/deploy/test_share_nothing.py
+	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/flows/test_flows_browser.py --ignore=tests/deploy/test_share_nothing.py
 	$(BIN)/python -m pytest -q tests/flows/test_flows_browser.py
 
 # The share-nothing end-to-end test (real PostgreSQL, MLflow and Prefect servers, sshd, workers in their own
