@@ -107,14 +107,15 @@ def main() -> None:
                 "max_eval_rows": 1,
             }
         )
+        # name -> (sft.fused_lm_head, entropy and accuracy on every step)
         if args.compare == "loss":
-            sides = {"TRL fused LM head": {"fused_lm_head": True}, "logits loss": {"fused_lm_head": False}}
+            sides = {"TRL fused LM head": (True, False), "logits loss": (False, False)}
         else:
-            sides = {"metrics every step": {"fused_lm_head": False}, "metrics when logged": {"fused_lm_head": False}}
+            sides = {"metrics every step": (False, True), "metrics when logged": (False, False)}
         results = {}
-        for i, (name, update) in enumerate(sides.items()):
-            every = args.compare == "metrics" and i == 0
-            times, losses, weights = run(cfg.model_copy(update=update), data, base, tmp / f"work_{i}", every)
+        for i, (name, (fused, every)) in enumerate(sides.items()):
+            c = cfg.model_copy(update={"fused_lm_head": fused})
+            times, losses, weights = run(c, data, base, tmp / f"work_{i}", every)
             results[name] = (statistics.median(times[args.skip :]), losses, weights)
     (a, (t_a, l_a, w_a)), (b, (t_b, l_b, w_b)) = results.items()
     print(f"role {args.role}, {args.steps} steps, batch {cfg.batch_size}, max_length {cfg.max_length}")

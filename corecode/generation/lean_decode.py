@@ -284,3 +284,10 @@ class _GraphedStep:
             with torch.cuda.graph(self.graph, stream=side, capture_error_mode="thread_local"):
                 self.logits = self._step()
         return logits
+
+
+def lean_decode_wanted(model, setting: bool | None) -> bool:
+    """A rollout ``lean_decode`` setting (``grpo.team.lean_decode``, ``grpo.single.lean_decode``) resolved for
+    ``model``: null (auto) on CPU only, true wherever ``LeanDecoder`` supports the model, false never."""
+    wanted = setting if setting is not None else model.device.type == "cpu"
+    return bool(wanted) and LeanDecoder.supports(model)

@@ -77,7 +77,7 @@ def generate_chunks(
     ``fixed_length`` blocks every stop token, so each completion has ``max_new_tokens`` tokens (timing runs: every
     chunk, step and rank does the same work)."""
     from corecode.generation.attention_mask import mend_sdpa_masks
-    from corecode.generation.lean_decode import LeanDecoder
+    from corecode.generation.lean_decode import LeanDecoder, lean_decode_wanted
     from corecode.generation.render import render_prompt, stop_token_ids, tokenize_rendered
 
     check_vocabulary(model, tokenizer)
@@ -86,8 +86,7 @@ def generate_chunks(
     model.eval()
     eos_ids, pad_id = stop_token_ids(tokenizer, getattr(model, "generation_config", None)), tokenizer.pad_token_id
     extra = {"cache_implementation": "static"} if static_cache else {}
-    use_lean = (lean_decode or (lean_decode is None and model.device.type == "cpu")) and LeanDecoder.supports(model)
-    lean = LeanDecoder(model) if use_lean else None
+    lean = LeanDecoder(model) if lean_decode_wanted(model, lean_decode) else None
     try:
         for start in range(0, len(prompts), chunk_size):
             chunk = [render_prompt(tokenizer, p, chat) for p in prompts[start : start + chunk_size]]

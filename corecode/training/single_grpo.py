@@ -145,15 +145,6 @@ def ptx_trainer_class():
     return PtxGRPOTrainer
 
 
-def uses_lean_decode(cfg: SingleGRPOParams, model) -> bool:
-    """Whether rollouts sample with ``LeanDecoder`` (``grpo.single.lean_decode``; null: on CPU when it supports the
-    model, as the team's rollouts do)."""
-    from corecode.generation.lean_decode import LeanDecoder
-
-    wanted = cfg.lean_decode if cfg.lean_decode is not None else model.device.type == "cpu"
-    return bool(wanted) and LeanDecoder.supports(model)
-
-
 def lean_rollout(max_new_tokens: int, temperature: float, top_p: float, eos_ids: set[int]):
     """TRL ``rollout_func`` that samples each prompt's completion with ``LeanDecoder``, the loop the team's rollouts
     and evaluation use. Written here because TRL's own path calls ``generate``, which on a CPU spends more time in
@@ -213,6 +204,7 @@ def train_grpo_single(
     """
     from transformers import set_seed
 
+    from corecode.generation.lean_decode import lean_decode_wanted
     from corecode.generation.render import stop_token_ids, use_chat
     from corecode.sandbox import Sandbox
     from corecode.training.ptx import read_ptx_rows
@@ -239,7 +231,7 @@ def train_grpo_single(
     ptx_rows = read_ptx_rows(cfg.ptx_data, "single") if cfg.ptx_coef and not plan_then_code else []
 
     rollout = None
-    if uses_lean_decode(cfg, model):
+    if lean_decode_wanted(model, cfg.lean_decode):  # as the team's rollouts decide (corecode.training.rollout)
         rollout = lean_rollout(args.max_completion_length, cfg.temperature, cfg.top_p, stop)
 
     own_sandbox = sandbox is None

@@ -6,10 +6,11 @@ from types import SimpleNamespace
 import torch
 from accelerate import Accelerator
 
+from corecode.generation.lean_decode import lean_decode_wanted
 from corecode.generation.render import stop_token_ids
 from corecode.models.factory import load_model, load_tokenizer
 from corecode.models.testing import make_tiny_checkpoint
-from corecode.training.single_grpo import lean_rollout, uses_lean_decode
+from corecode.training.single_grpo import lean_rollout
 from corecode.training.single_grpo_config import SingleGRPOParams
 
 TEXTS = ["def f(x):\n    return x + 1\n# done", "def g(y):\n    if y:\n        return y\n# end"]
@@ -40,6 +41,6 @@ def test_lean_rollout_gives_generate_s_greedy_continuations_with_evaluation_s_pr
 def test_lean_decode_is_the_cpu_default_and_can_be_turned_off(tmp_path):
     ckpt = make_tiny_checkpoint(tmp_path / "tiny", TEXTS)
     model = load_model(ckpt, "float32", "cpu")
-    assert uses_lean_decode(SingleGRPOParams(), model)
-    assert not uses_lean_decode(SingleGRPOParams(lean_decode=False), model)
-    assert uses_lean_decode(SingleGRPOParams(lean_decode=True), model)
+    assert lean_decode_wanted(model, SingleGRPOParams().lean_decode)
+    assert not lean_decode_wanted(model, SingleGRPOParams(lean_decode=False).lean_decode)
+    assert lean_decode_wanted(model, SingleGRPOParams(lean_decode=True).lean_decode)
