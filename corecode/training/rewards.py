@@ -162,14 +162,18 @@ def planner_reward(
     program_results: Sequence[SampleResult | None],
     weights: PlannerRewardWeights,
     reference: SampleResult | None = None,
+    reference_logprob: float | None = None,
 ) -> float:
-    """Reward of one plan from its G_c programs' rewards/results (credit through the partner)."""
+    """Reward of one plan from its G_c programs' rewards/results (credit through the partner); ``reference_logprob``
+    is the Coder's mean per-token log-probability of the reference program given the plan (``coder_likelihood``)."""
     n = max(1, len(program_rewards))
     reward = weights.coder * sum(program_rewards) / n + weights.plan_format * plan_format_ok(plan_text)
     passed = [res for res in program_results if res is not None and res.passed]
     reward += weights.guidance * len(passed) / n
     if reference is not None and passed:
         reward += weights.time * sum(_ratio(reference.cpu_time_s, p.cpu_time_s) for p in passed) / n
+    if reference_logprob is not None:
+        reward += weights.coder_likelihood * reference_logprob
     return reward
 
 

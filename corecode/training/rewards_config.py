@@ -55,6 +55,12 @@ class PlannerRewardWeights(BaseModel):
         description="CoRe-Code's Planner time-efficiency term: mean reference/program CPU "
         "time over the plan's passing programs. Non-deterministic.",
     )
+    coder_likelihood: float = Field(
+        0.0,
+        description="The Coder's mean per-token log-probability of the problem's reference program (as the SFT rows "
+        "write it) given this plan: a dense, noise-free measure of how far the plan leads the Coder to a correct "
+        "program. One no-grad Coder forward a plan; problems without a reference solution get 0.",
+    )
 
 
 class MAGRPORewardWeights(BaseModel):

@@ -174,6 +174,38 @@ def per_token_logps(model, batch: dict[str, torch.Tensor], temperature: float = 
 
 
 @torch.no_grad()
+def completion_logprob_means(
+    model, tokenizer, rows: Sequence[tuple[str, str]], chat: bool, micro_batch_size: int
+) -> torch.Tensor:
+    """Mean per-token log-probability of each (prompt, completion) row's completion under ``model``, the row
+    tokenized as the SFT stage tokenizes it (``corecode.generation.render.sft_example``: the end token included).
+    No-grad forwards in micro-batches; one float a row, on the CPU."""
+    from corecode.generation.render import completion_end_id, sft_example
+
+    end = completion_end_id(tokenizer, chat)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    samples = []
+    for prompt, completion in rows:
+        ex = sft_example(tokenizer, prompt, completion, chat, end)
+        cut = ex["completion_mask"].index(1)
+        ids = ex["input_ids"]
+        samples.append(Sample(ids[:cut], Completion(completion, len(ids) - cut, ids[cut:])))
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = []
+    try:
+        for start in range(0, len(samples), micro_batch_size):
+            batch = collate(samples[start : start + micro_batch_size], pad_id, device)
+            logps, _ = per_token_logps(model, batch)
+            mask = batch["completion_mask"].float()
+            out.append(((logps.float() * mask).sum(1) / mask.sum(1).clamp(min=1)).cpu())
+    finally:
+        model.train(was_training)
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+@torch.no_grad()
 def mean_token_entropy(
     model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int, temperature: float = 1.0
 ) -> float:

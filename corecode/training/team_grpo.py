@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from corecode.agents.prompts import coder_prompt, format_plan, helper_prompt, main_prompt, planner_prompt
+from corecode.agents.prompts import coder_prompt, format_code, format_plan, helper_prompt, main_prompt, planner_prompt
 from corecode.data.io import read_problems
 from corecode.data.schema import Problem
 from corecode.generation.base import Completion
@@ -73,7 +73,14 @@ from corecode.training.rewards import (
     planner_reward,
     program_for,
 )
-from corecode.training.rollout import LossConfig, Sample, generate_chunks, mean_token_entropy, policy_loss_backward
+from corecode.training.rollout import (
+    LossConfig,
+    Sample,
+    completion_logprob_means,
+    generate_chunks,
+    mean_token_entropy,
+    policy_loss_backward,
+)
 from corecode.training.timing import PhaseTimer, phase_names, rank_times
 
 logger = logging.getLogger(__name__)
@@ -817,6 +824,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             for plan, s, prob in zip(plan_texts, programs, program_problems)
         ]
         coder_rewards = coder_rewards_of(program_problems, results, refs, adherence, weights)
+        likelihoods = self.reference_likelihoods(flat_plans) if cfg.planner_reward.coder_likelihood else {}
         planner_rewards = torch.tensor(
             [
                 planner_reward(
@@ -825,6 +833,7 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
                     results[i * n_programs : (i + 1) * n_programs],
                     cfg.planner_reward,
                     refs.get(prob.task_id),
+                    likelihoods.get(i),
                 )
                 for i, (prob, s) in enumerate(flat_plans)
             ]
@@ -870,11 +879,27 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "planner/distinct_plan_frac": float(gathered["distinct"].mean()),
             "planner/redrawn_plans": float(gathered["redrawn"].mean()),
             **({"planner/gold_guided_frac": float(gathered["guided"].mean())} if cfg.gold_plans else {}),
+            **({"planner/reference_logprob": sum(likelihoods.values()) / len(likelihoods)} if likelihoods else {}),
         }
         metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
         return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+
+    def reference_likelihoods(self, flat_plans: list[tuple[Problem, Sample]]) -> dict[int, float]:
+        """``planner_reward.coder_likelihood``: for each plan (by position) whose problem has a reference solution,
+        the Coder's mean per-token log-probability of that solution, written as the Coder's SFT rows write it, given
+        the problem and the plan as the Coder is handed it. The Coder's sampling copy scores it (no gradient)."""
+        self.activate("coder")
+        r = self.roles["coder"]
+        model = self.samplers["coder"] if "coder" in self.samplers else self.acc.unwrap_model(r.model)
+        scored = [(i, prob, s) for i, (prob, s) in enumerate(flat_plans) if prob.reference_solution]
+        rows = [
+            (coder_prompt(prob, self.plan_for_coder(s.completion.text)), format_code(prob.reference_solution))
+            for _, prob, s in scored
+        ]
+        values = completion_logprob_means(model, r.tokenizer, rows, self.chat["coder"], self.cfg.micro_batch_size)
+        return {i: float(v) for (i, _, _), v in zip(scored, values, strict=True)}
 
     def insert_gold_plans(self, problems: Sequence[Problem], plans: list[list[Sample]]) -> list[Sample]:
         """``grpo.team.gold_plans``: in place, the last ``gold_plans`` samples of each problem's group become its gold
