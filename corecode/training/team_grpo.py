@@ -879,8 +879,10 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "planner/distinct_plan_frac": float(gathered["distinct"].mean()),
             "planner/redrawn_plans": float(gathered["redrawn"].mean()),
             **({"planner/gold_guided_frac": float(gathered["guided"].mean())} if cfg.gold_plans else {}),
-            **({"planner/reference_logprob": sum(likelihoods.values()) / len(likelihoods)} if likelihoods else {}),
         }
+        if cfg.planner_reward.coder_likelihood:  # every rank alike: a gather is a collective
+            total = self.gather(torch.tensor([[sum(likelihoods.values()), float(len(likelihoods))]])).sum(0)
+            metrics["planner/reference_logprob"] = float(total[0] / total[1]) if total[1] else 0.0
         metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
