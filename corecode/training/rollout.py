@@ -173,6 +173,21 @@ def per_token_logps(model, batch: dict[str, torch.Tensor], temperature: float = 
     return logps, entropies
 
 
+def eval_batches(
+    model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int
+) -> Iterator[dict[str, torch.Tensor]]:
+    """``samples`` collated in micro-batches on ``model``'s device, the model in eval mode (no dropout) meanwhile and
+    in its own mode again after the last batch: the loop of the no-grad scoring passes below."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(samples), micro_batch_size):
+            yield collate(samples[start : start + micro_batch_size], pad_id, device)
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def completion_logprob_means(
     model, tokenizer, rows: Sequence[tuple[str, str]], chat: bool, micro_batch_size: int
@@ -190,18 +205,11 @@ def completion_logprob_means(
         cut = ex["completion_mask"].index(1)
         ids = ex["input_ids"]
         samples.append(Sample(ids[:cut], Completion(completion, len(ids) - cut, ids[cut:])))
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     out = []
-    try:
-        for start in range(0, len(samples), micro_batch_size):
-            batch = collate(samples[start : start + micro_batch_size], pad_id, device)
-            logps, _ = per_token_logps(model, batch)
-            mask = batch["completion_mask"].float()
-            out.append(((logps.float() * mask).sum(1) / mask.sum(1).clamp(min=1)).cpu())
-    finally:
-        model.train(was_training)
+    for batch in eval_batches(model, samples, pad_id, micro_batch_size):
+        logps, _ = per_token_logps(model, batch)
+        mask = batch["completion_mask"].float()
+        out.append(((logps.float() * mask).sum(1) / mask.sum(1).clamp(min=1)).cpu())
     return torch.cat(out) if out else torch.zeros(0)
 
 
@@ -214,18 +222,11 @@ def mean_token_entropy(
     forward pass per micro-batch: it measures a role's sampling diversity whether or not the role is updated (the loss's
     entropy covers only the sequences it runs)."""
     total, tokens = 0.0, 0
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, len(samples), micro_batch_size):
-            batch = collate(samples[start : start + micro_batch_size], pad_id, device)
-            _, entropies = per_token_logps(model, batch, temperature, with_entropy=True)
-            mask = batch["completion_mask"].float()
-            total += float((entropies.float() * mask).sum())
-            tokens += int(mask.sum())
-    finally:
-        model.train(was_training)
+    for batch in eval_batches(model, samples, pad_id, micro_batch_size):
+        _, entropies = per_token_logps(model, batch, temperature, with_entropy=True)
+        mask = batch["completion_mask"].float()
+        total += float((entropies.float() * mask).sum())
+        tokens += int(mask.sum())
     return total / tokens if tokens else 0.0
 
 
