@@ -20,7 +20,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 # (docs/benchmarks.md); `make run` overrides this with RUN_THREADS.
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: setup sandbox-deps browser-deps run lint format test test-deploy test-fast prefect mlflow-ui services services-stop clean-venv
+.PHONY: setup sandbox-deps browser-deps run lint format test test-e2e test-deploy test-fast prefect mlflow-ui services services-stop clean-venv
 
 # --no-compile: byte-compiling every installed module took about half of the install here (docs/benchmarks.md);
 # Python compiles the modules a run imports on first use instead, and keeps them: make lets it write the bytecode
@@ -75,11 +75,15 @@ format: setup
 # prefect_test_harness do not share one process (together, the harness's teardown hangs). --durations lists the
 # slowest tests: the suite has to stay within `make test`'s 20 minutes on a 2-core machine.
 test: lint browser-deps
-	$(BIN)/python -m pytest -q --durations=15 --ignore=tests/flows/test_flows_browser.py --ignore=tests/deploy/test_share_nothing.py
+	$(BIN)/python -m pytest -q --durations=15 -m "not e2e" --ignore=tests/flows/test_flows_browser.py
 	$(BIN)/python -m pytest -q tests/flows/test_flows_browser.py
 
-# The share-nothing end-to-end test (real PostgreSQL, MLflow and Prefect servers, sshd, workers in their own
-# checkouts; about 11 minutes here) is kept out of `make test`'s 20 minutes; .ci/run runs it after make test.
+# The longest end-to-end checks (marker e2e) are kept out of `make test`'s 20 minutes; .ci/run runs them after
+# make test: the hub-checkpoint profile path under dvc repro (about 6 minutes here) and the share-nothing deployment
+# (real PostgreSQL, MLflow and Prefect servers, sshd, workers in their own checkouts; about 11 minutes).
+test-e2e: setup
+	$(BIN)/python -m pytest -q -m e2e
+
 test-deploy: setup
 	$(BIN)/python -m pytest -q tests/deploy/test_share_nothing.py
 

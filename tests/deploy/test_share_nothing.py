@@ -24,7 +24,7 @@ import yaml
 from corecode.deploy import local
 from corecode.deploy.local import GIT_IDENT, SERVICES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).parent)]  # `flows` and tiny.py
 from tiny import write_tiny_params  # noqa: E402
 

@@ -166,6 +166,7 @@ def _weights_differ(a: Path, b: Path) -> bool:
     return any(not torch.equal(first[k], second[k]) for k in first)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow  # 6.5 CPU minutes: 7.7 min on a busy 2-core machine (the run's 17 stage commands, SFT 2 min)
 def test_profile_path_trains_and_evaluates_a_standin_hub_checkpoint(tmp_path, monkeypatch):
     standin = make_standin(tmp_path / "hub" / "Qwen2.5-Coder-tiny-Instruct")
