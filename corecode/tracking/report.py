@@ -264,8 +264,11 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
     if comps:
         lines += ["## Paired comparisons", "", "Paired bootstrap over problems; delta = pass@1(a) - pass@1(b).", ""]
         lines += _table(
-            ["a", "b", "benchmark", "delta", "p_value"],
-            [[c["a"], c["b"], c["benchmark"], float(c["delta"]), float(c["p_value"])] for c in comps],
+            ["a", "b", "benchmark", "problems", "delta", "p_value"],
+            [
+                [c["a"], c["b"], c["benchmark"], c.get("n_problems", ""), float(c["delta"]), float(c["p_value"])]
+                for c in comps
+            ],
         )
     train = [n for n in rel if n.startswith("train_")]
     if train:
@@ -333,7 +336,8 @@ def _ci(low: Any, high: Any, signed: bool = False) -> str:
 def readme_results(data: dict) -> str:
     """The README's results block, from metrics.json alone: per method and benchmark pass@1 with its bootstrap
     confidence interval (``pass_at_1_ci``), the seed(s), Collaboration Gain and tokens per sample on the first
-    benchmark; then every paired comparison (delta, its interval, one-sided or two-sided p)."""
+    benchmark, and the number of problems where methods were scored on different numbers; then every paired
+    comparison (the problems both sides were scored on, delta, its interval, one-sided or two-sided p)."""
     benches = benchmarks(data)
     first = benches[0] if benches else None
     methods = list(data["methods"])
@@ -350,9 +354,12 @@ def readme_results(data: dict) -> str:
         + ".",
         "",
     ]
+    # A benchmark some methods score on fewer problems (`evaluate.per_method.*.max_problems`) gets a column of
+    # counts, so that rows scored on different problems are not read as comparable.
+    mixed = {b for b in benches if "/" in _n_problems(data, b)}
     header = ["method"]
     for b in benches:
-        header += [f"{b} pass@1", "95% CI" if conf == 0.95 else "CI"]
+        header += [f"{b} pass@1", "95% CI" if conf == 0.95 else "CI"] + (["problems"] if b in mixed else [])
     header += ["Collaboration Gain", "tokens / sample"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for m in methods:
@@ -362,6 +369,8 @@ def readme_results(data: dict) -> str:
             r = res.get(b, {})
             ci = r.get("pass_at_1_ci") or {}
             row += [_pct(r.get("pass_at_1")), _ci(ci.get("low"), ci.get("high"))]
+            if b in mixed:
+                row.append(str(r["n_problems"]) if isinstance(r.get("n_problems"), int | float) else "-")
         head = res.get(first, {}) if first else {}
         tokens = (head.get("efficiency") or {}).get("tokens_per_sample")
         row += [_signed(head.get("collaboration_gain")), "-" if tokens is None else f"{tokens:.0f}"]
@@ -374,13 +383,15 @@ def readme_results(data: dict) -> str:
             "",
             f"Paired bootstrap over problems ({kind}); delta and its interval in points:",
             "",
-            "| a | b | benchmark | delta | CI | p-value |",
-            "|---|---|---|---|---|---|",
+            "| a | b | benchmark | problems | delta | CI | p-value |",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in comps:
             ci = _ci(c.get("ci_low"), c.get("ci_high"), signed=True)
+            n = str(c["n_problems"]) if isinstance(c.get("n_problems"), int | float) else "-"
             lines.append(
-                f"| {c['a']} | {c['b']} | {c['benchmark']} | {_signed(c['delta'])} | {ci} | {float(c['p_value']):.4f} |"
+                f"| {c['a']} | {c['b']} | {c['benchmark']} | {n} | {_signed(c['delta'])} | {ci} "
+                f"| {float(c['p_value']):.4f} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -44,7 +44,10 @@ def _metrics() -> dict:
         # timings from efficiency.json merge with a result's own (generation cost) efficiency
         "planner_coder_grpo": {"humaneval": {"overall": {"median_wall_time_s": 0.5}}},
     }
-    comps = [{"a": "planner_coder_grpo", "b": "single_sft", "benchmark": "humaneval", "delta": 0.2, "p_value": 0.003}]
+    comps = [
+        {"a": "planner_coder_grpo", "b": "single_sft", "benchmark": "humaneval", "delta": 0.2, "p_value": 0.003,
+         "n_problems": 164}
+    ]  # fmt: skip
     return {"methods": methods, "comparisons": comps, "efficiency": eff_top}
 
 
@@ -67,7 +70,7 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     md = (tmp_path / "data/reports/report.md").read_text()
     assert "## composite_test" in md and "## humaneval" in md and "## Paired comparisons" in md
     assert "| planner_coder_grpo | 0.41 | 0.6 |" in md  # humaneval row: pass_at_1, pass_at_5
-    assert "| planner_coder_grpo | single_sft | humaneval | 0.2 | 0.003 |" in md
+    assert "| planner_coder_grpo | single_sft | humaneval | 164 | 0.2 | 0.003 |" in md
     hum = md[md.index("## humaneval") :]
     assert "| single_sft | 0.75 |  | 0.25 |  |" in hum  # fractions (not counts) of the nested failures
     assert "| single_sft | 0.01 |  | 20 |" in hum  # efficiency found at the top level
