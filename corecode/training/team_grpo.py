@@ -143,11 +143,7 @@ class _TwoRoleTrainer:
         chat: bool | None = None,
     ):
         from accelerate import Accelerator, DistributedDataParallelKwargs
-        from transformers import get_scheduler
         from trl.trainer.utils import start_event_loop_in_daemon
-
-        from corecode.models.factory import compile_decoder_layers, enable_gradient_checkpointing
-        from corecode.models.lora import lora_config
 
         self.cfg = params
         self.seed = seed
@@ -166,24 +162,10 @@ class _TwoRoleTrainer:
         )
         self.fsdp = self.acc.distributed_type.value == "FSDP"
         self.ddp = self.acc.num_processes > 1 and not self.fsdp
-        if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
-            raise ValueError(
-                "grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
-                "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1"
-            )
-        if self.fsdp and not params.bf16:
-            raise ValueError(
-                "grpo-team under FSDP needs bf16: true: rollouts are sampled from an unsharded copy per role (bf16, "
-                "or the bf16 base and its adapter with LoRA), since sampling with the sharded policy would need every "
-                "rank to run the same number of forward passes"
-            )
-        if self.fsdp and params.compile_model:
-            raise ValueError("compile_model: true runs in one process or under DDP, not under FSDP2 (set it to false)")
+        self._check_distribution()
         self.state = TrainerState()
         self.references = ReferenceCache(sandbox)
         self.roles: dict[str, Role] = {}
-        devices = devices or {}
-        self.shared = None  # one base + one LoRA adapter per role (shared_base)
         # bf16, full fine-tune: fp32 master weights trained under accelerate's bf16 autocast, and per role a bf16
         # copy of the policy that does all sampling, refreshed after every optimizer step (what TRL does for its vLLM
         # sampler). Training the bf16 weights themselves (AdamW on bf16) broke within a few steps on the GPU profile,
@@ -193,84 +175,9 @@ class _TwoRoleTrainer:
         # of the base and the adapter samples (its adapter refreshed after every update, as the bf16 copy).
         self.samplers: dict[str, torch.nn.Module] = {}
         self.devices: dict[str, torch.device] = {}
-        from peft import PeftModel, get_peft_model
-
-        if params.shared_base:
-            if not all(params.role_model(role).lora.enabled for role in self.role_names):
-                raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
-            if self.fsdp:
-                raise ValueError("shared_base runs in one process or under DDP; under FSDP2 use separate role models")
-            base, _ = models[self.role_names[0]]
-            if isinstance(base, PeftModel):  # the roles' own adapters on one base (_run: SFT adapter directories)
-                self.shared = base
-            else:
-                if params.bf16:
-                    base.to(torch.bfloat16)
-                first, second = self.role_names
-                self.shared = get_peft_model(base, lora_config(params.role_model(first).lora), adapter_name=first)
-                self.shared.add_adapter(second, lora_config(params.role_model(second).lora))
-            if getattr(self.shared.config, "tie_word_embeddings", False) and any(
-                c.modules_to_save for c in self.shared.peft_config.values()
-            ):  # peft 0.21 ties only the first adapter's embedding copy to the LM head (the other's reads the base's)
-                raise ValueError(
-                    "shared_base with lora.modules_to_save (the section's, or sft.lora's in the SFT adapters) on a "
-                    "model whose LM head is tied to its embedding: peft ties only one adapter's copy to the LM head; "
-                    "set shared_base: false (a model per role) or modules_to_save: []"
-                )
+        self.shared = self._shared_base(models) if params.shared_base else None  # one base, one adapter per role
         for name in self.role_names:
-            role_cfg = params.role_model(name)
-            model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
-            if tok.pad_token_id is None:
-                tok.pad_token = tok.eos_token
-            if role_cfg.gradient_checkpointing:
-                enable_gradient_checkpointing(model)
-            dev = devices.get(name) if self.shared is None else None
-            if dev is not None:
-                model.to(dev)
-            ref = None
-            if self.shared is not None:
-                train_params = [w for n, w in model.named_parameters() if f".{name}." in n and _adapter_weight(n)]
-                for weight in train_params:
-                    weight.requires_grad_(True)
-            else:
-                if role_cfg.lora.enabled:
-                    if params.bf16:
-                        model.to(torch.bfloat16)
-                    model = get_peft_model(model, lora_config(role_cfg.lora))
-                elif role_cfg.beta:
-                    ref = copy.deepcopy(model).eval().requires_grad_(False)
-                    if dev is None:
-                        ref.to(self.acc.device)
-                train_params = [w for w in model.parameters() if w.requires_grad]
-            if role_cfg.lora.enabled and role_cfg.beta:
-                ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
-            if params.bf16 and not role_cfg.lora.enabled:
-                self.samplers[name] = self._bf16_sampler(model, dev)
-            elif self.fsdp:  # LoRA: the base (already bf16) and the fp32 adapter as they are
-                self.samplers[name] = copy.deepcopy(model).to(dev or self.acc.device).eval().requires_grad_(False)
-            self.devices[name] = torch.device(dev) if dev is not None else self.acc.device
-            # On a GPU the fused AdamW: the update's arithmetic in one kernel per chunk of tensors, where the default
-            # (foreach) launches one per arithmetic step; launches are what a host slows when several GPUs train at
-            # once (docs/gpu.md, "Several GPUs").
-            fused = self.devices[name].type == "cuda"
-            opt = torch.optim.AdamW(
-                train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay, fused=fused or None
-            )
-            sch = get_scheduler(
-                params.lr_scheduler_type,
-                opt,
-                num_warmup_steps=params.warmup_steps,
-                num_training_steps=params.max_steps * params.num_iterations,
-            )
-            if self.shared is not None and self.roles:  # the base the first role prepared: one DDP wrapper for both
-                model = next(iter(self.roles.values())).model  # adapters, not a second reducer on the same weights
-                opt, sch = self.acc.prepare(opt, sch)
-            else:
-                model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
-                if params.compile_model:
-                    compile_decoder_layers(self.acc.unwrap_model(model))
-            model.train()
-            self.roles[name] = Role(name, model, tok, opt, sch, ref, (max_new_tokens or {}).get(name, 128))
+            self.roles[name] = self._prepare_role(name, models, (devices or {}).get(name), max_new_tokens or {})
         # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
         # decides), as evaluation renders them (corecode.generation.render).
         self.chat = {name: use_chat(r.tokenizer, chat) for name, r in self.roles.items()}
@@ -290,6 +197,119 @@ class _TwoRoleTrainer:
         self.phases = phase_names(self.role_names)
         self.after_step_s = 0.0  # the last step's logging, evaluation and checkpoint, reported with the next step
         self._log_rows: list[str] = []  # the log file's rows, serialised once each
+
+    def _check_distribution(self) -> None:
+        """Refuse the distributed setups the trainer does not support, before any model is touched."""
+        params = self.cfg
+        if self.acc.distributed_type.value == "DEEPSPEED" or (self.fsdp and not self.acc.is_fsdp2):
+            raise ValueError(
+                "grpo-team runs in one process, under DDP, or under FSDP2 (accelerate fsdp_version: 2; "
+                "see configs/accelerate/fsdp.yaml), not under DeepSpeed or FSDP1"
+            )
+        if self.fsdp and not params.bf16:
+            raise ValueError(
+                "grpo-team under FSDP needs bf16: true: rollouts are sampled from an unsharded copy per role (bf16, "
+                "or the bf16 base and its adapter with LoRA), since sampling with the sharded policy would need every "
+                "rank to run the same number of forward passes"
+            )
+        if self.fsdp and params.compile_model:
+            raise ValueError("compile_model: true runs in one process or under DDP, not under FSDP2 (set it to false)")
+
+    def _shared_base(self, models: dict[str, tuple]):
+        """``shared_base``: the first role's model as one base carrying a LoRA adapter per role (the roles' own
+        SFT adapters when it is a ``PeftModel`` already)."""
+        from peft import PeftModel, get_peft_model
+
+        from corecode.models.lora import lora_config
+
+        params = self.cfg
+        if not all(params.role_model(role).lora.enabled for role in self.role_names):
+            raise ValueError("shared_base needs lora.enabled: true (one LoRA adapter per role on one base)")
+        if self.fsdp:
+            raise ValueError("shared_base runs in one process or under DDP; under FSDP2 use separate role models")
+        base, _ = models[self.role_names[0]]
+        if isinstance(base, PeftModel):  # the roles' own adapters on one base (_run: SFT adapter directories)
+            shared = base
+        else:
+            if params.bf16:
+                base.to(torch.bfloat16)
+            first, second = self.role_names
+            shared = get_peft_model(base, lora_config(params.role_model(first).lora), adapter_name=first)
+            shared.add_adapter(second, lora_config(params.role_model(second).lora))
+        if getattr(shared.config, "tie_word_embeddings", False) and any(
+            c.modules_to_save for c in shared.peft_config.values()
+        ):  # peft 0.21 ties only the first adapter's embedding copy to the LM head (the other's reads the base's)
+            raise ValueError(
+                "shared_base with lora.modules_to_save (the section's, or sft.lora's in the SFT adapters) on a "
+                "model whose LM head is tied to its embedding: peft ties only one adapter's copy to the LM head; "
+                "set shared_base: false (a model per role) or modules_to_save: []"
+            )
+        return shared
+
+    def _prepare_role(self, name: str, models: dict[str, tuple], dev: str | None, max_new_tokens: dict) -> Role:
+        """One role's policy (LoRA-wrapped where asked), its reference for the KL term, its sampler, optimizer and
+        schedule, prepared by accelerate. Under ``shared_base`` the second role reuses the first's prepared model."""
+        from peft import get_peft_model
+        from transformers import get_scheduler
+
+        from corecode.models.factory import compile_decoder_layers, enable_gradient_checkpointing
+        from corecode.models.lora import lora_config
+
+        params = self.cfg
+        role_cfg = params.role_model(name)
+        model, tok = models[name] if self.shared is None else (self.shared, models[self.role_names[0]][1])
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        if role_cfg.gradient_checkpointing:
+            enable_gradient_checkpointing(model)
+        if self.shared is not None:
+            dev = None
+        if dev is not None:
+            model.to(dev)
+        ref = None
+        if self.shared is not None:
+            train_params = [w for n, w in model.named_parameters() if f".{name}." in n and _adapter_weight(n)]
+            for weight in train_params:
+                weight.requires_grad_(True)
+        else:
+            if role_cfg.lora.enabled:
+                if params.bf16:
+                    model.to(torch.bfloat16)
+                model = get_peft_model(model, lora_config(role_cfg.lora))
+            elif role_cfg.beta:
+                ref = copy.deepcopy(model).eval().requires_grad_(False)
+                if dev is None:
+                    ref.to(self.acc.device)
+            train_params = [w for w in model.parameters() if w.requires_grad]
+        if role_cfg.lora.enabled and role_cfg.beta:
+            ref = _AdapterOff(model)  # the frozen base is the SFT policy: no second copy needed
+        if params.bf16 and not role_cfg.lora.enabled:
+            self.samplers[name] = self._bf16_sampler(model, dev)
+        elif self.fsdp:  # LoRA: the base (already bf16) and the fp32 adapter as they are
+            self.samplers[name] = copy.deepcopy(model).to(dev or self.acc.device).eval().requires_grad_(False)
+        self.devices[name] = torch.device(dev) if dev is not None else self.acc.device
+        # On a GPU the fused AdamW: the update's arithmetic in one kernel per chunk of tensors, where the default
+        # (foreach) launches one per arithmetic step; launches are what a host slows when several GPUs train at
+        # once (docs/gpu.md, "Several GPUs").
+        fused = self.devices[name].type == "cuda"
+        opt = torch.optim.AdamW(
+            train_params, lr=role_cfg.learning_rate, weight_decay=params.weight_decay, fused=fused or None
+        )
+        sch = get_scheduler(
+            params.lr_scheduler_type,
+            opt,
+            num_warmup_steps=params.warmup_steps,
+            num_training_steps=params.max_steps * params.num_iterations,
+        )
+        if self.shared is not None and self.roles:  # the base the first role prepared: one DDP wrapper for both
+            model = next(iter(self.roles.values())).model  # adapters, not a second reducer on the same weights
+            opt, sch = self.acc.prepare(opt, sch)
+        else:
+            model, opt, sch = self.acc.prepare(model, opt, sch, device_placement=[dev is None] * 3)
+            if params.compile_model:
+                compile_decoder_layers(self.acc.unwrap_model(model))
+        model.train()
+        return Role(name, model, tok, opt, sch, ref, max_new_tokens.get(name, 128))
 
     def _load_ptx_rows(self) -> dict[str, list[dict]]:
         """The SFT rows of every role this run updates that has a dataset in ptx_data, read once."""
