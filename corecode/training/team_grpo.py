@@ -806,33 +806,12 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         cfg = self.cfg
         n_plans, n_programs = cfg.num_plans, cfg.num_programs
         t = time.perf_counter()
-        prompts = [planner_prompt(x) for x in problems]
-        plans = [group for chunk in self.sample("planner", prompts, n_plans) for group in chunk]
-        redrawn = 0
-        if cfg.distinct_plan_tries and n_plans > 1:
-            redrawn = resample_duplicates(
-                plans,
-                lambda idx: [g[0] for chunk in self.sample("planner", [prompts[i] for i in idx], 1) for g in chunk],
-                cfg.distinct_plan_tries,
-            )
-        guided = self.insert_gold_plans(problems, plans) if cfg.gold_plans else []
+        plans, redrawn, guided = self.sample_plans(problems)
         distinct = torch.tensor(
             [float(not duplicate_positions([s.completion.text.strip() for s in group])) for group in plans]
         )
         flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
-        coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
-        programs: list[Sample] = []
-        futures = []
-        for chunk in self.sample("coder", coder_prompts, n_programs):
-            start = len(programs) // n_programs
-            for group in chunk:
-                programs.extend(group)
-            items = [
-                (flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
-                for i, group in enumerate(chunk)
-                for s in group
-            ]
-            futures.append(self.submit(items))
+        programs, futures = self.sample_programs(flat_plans)
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait(futures, timer)
         weights = cfg.coder_reward
@@ -907,6 +886,41 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
         return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+
+    def sample_plans(self, problems: Sequence[Problem]) -> tuple[list[list[Sample]], int, list[Sample]]:
+        """``num_plans`` plans a problem; duplicates redrawn (``distinct_plan_tries``) and gold plans put in
+        (``gold_plans``) where asked. Returns the groups, the number of plans redrawn and the gold ones put in."""
+        cfg = self.cfg
+        prompts = [planner_prompt(x) for x in problems]
+        plans = [group for chunk in self.sample("planner", prompts, cfg.num_plans) for group in chunk]
+        redrawn = 0
+        if cfg.distinct_plan_tries and cfg.num_plans > 1:
+            redrawn = resample_duplicates(
+                plans,
+                lambda idx: [g[0] for chunk in self.sample("planner", [prompts[i] for i in idx], 1) for g in chunk],
+                cfg.distinct_plan_tries,
+            )
+        guided = self.insert_gold_plans(problems, plans) if cfg.gold_plans else []
+        return plans, redrawn, guided
+
+    def sample_programs(self, flat_plans: list[tuple[Problem, Sample]]) -> tuple[list[Sample], list]:
+        """``num_programs`` programs a plan, each chunk sent to the sandbox as soon as it is sampled, so that scoring
+        overlaps the next chunk's generation. Returns the programs in plan order and the chunks' futures."""
+        n_programs = self.cfg.num_programs
+        coder_prompts = [coder_prompt(prob, self.plan_for_coder(s.completion.text)) for prob, s in flat_plans]
+        programs: list[Sample] = []
+        futures = []
+        for chunk in self.sample("coder", coder_prompts, n_programs):
+            start = len(programs) // n_programs
+            for group in chunk:
+                programs.extend(group)
+            items = [
+                (flat_plans[start + i][0], program_for(flat_plans[start + i][0], s.completion.text))
+                for i, group in enumerate(chunk)
+                for s in group
+            ]
+            futures.append(self.submit(items))
+        return programs, futures
 
     def reference_likelihoods(self, flat_plans: list[tuple[Problem, Sample]]) -> dict[int, float]:
         """``planner_reward.coder_likelihood``: for each plan (by position) whose problem has a reference solution,
