@@ -242,8 +242,11 @@ def render_markdown(data: dict, plots: list[Path], report_dir: Path) -> str:
         ks = sorted({k for r in results.values() for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"})
         lines += [f"## {bench}", ""]
         lines += _table(
-            ["method", "pass_at_1", *ks],
-            [[m, r["pass_at_1"], *(_numeric(r.get("pass_at_k")).get(k, "") for k in ks)] for m, r in results.items()],
+            ["method", "problems", "pass_at_1", *ks],
+            [
+                [m, r.get("n_problems", ""), r["pass_at_1"], *(_numeric(r.get("pass_at_k")).get(k, "") for k in ks)]
+                for m, r in results.items()
+            ],
         )
         verdicts = sorted({v for r in results.values() for v in _failures(r)})
         if verdicts:

@@ -30,6 +30,7 @@ def _metrics() -> dict:
         methods[m] = {
             b: {
                 "pass_at_1": 0.2 + 0.1 * i + 0.01 * j,
+                "n_problems": 600 if j == 0 else 164,
                 "pass_at_k": {"pass_at_1": 0.2 + 0.1 * i, "pass_at_5": 0.4 + 0.1 * i},
                 "failures": {"passed": 10 + i, "wrong_answer": 5 - i, "timeout": 1, "syntax_error": 2},
                 "efficiency": {"median_runtime_s": 0.01 * (i + 1), "peak_memory_mb": 20.0 + i, "label": "x"},
@@ -69,7 +70,8 @@ def test_report_cli_writes_markdown_plots_and_logs_them(store, tmp_path):
     assert res.exit_code == 0, res.output
     md = (tmp_path / "data/reports/report.md").read_text()
     assert "## composite_test" in md and "## humaneval" in md and "## Paired comparisons" in md
-    assert "| planner_coder_grpo | 0.41 | 0.6 |" in md  # humaneval row: pass_at_1, pass_at_5
+    assert "| planner_coder_grpo | 164 | 0.41 | 0.6 |" in md  # humaneval row: problems, pass_at_1, pass_at_5
+    assert "| planner_coder_grpo | 600 | 0.4 | 0.6 |" in md  # composite_test's
     assert "| planner_coder_grpo | single_sft | humaneval | 164 | 0.2 | 0.003 |" in md
     hum = md[md.index("## humaneval") :]
     assert "| single_sft | 0.75 |  | 0.25 |  |" in hum  # fractions (not counts) of the nested failures
