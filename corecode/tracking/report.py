@@ -359,7 +359,7 @@ def readme_results(data: dict) -> str:
     ]
     # A benchmark some methods score on fewer problems (`evaluate.per_method.*.max_problems`) gets a column of
     # counts, so that rows scored on different problems are not read as comparable.
-    mixed = {b for b in benches if "/" in _n_problems(data, b)}
+    mixed = {b for b in benches if len(_problem_counts(data, b)) > 1}
     header = ["method"]
     for b in benches:
         header += [f"{b} pass@1", "95% CI" if conf == 0.95 else "CI"] + (["problems"] if b in mixed else [])
@@ -373,7 +373,7 @@ def readme_results(data: dict) -> str:
             ci = r.get("pass_at_1_ci") or {}
             row += [_pct(r.get("pass_at_1")), _ci(ci.get("low"), ci.get("high"))]
             if b in mixed:
-                row.append(str(r["n_problems"]) if isinstance(r.get("n_problems"), int | float) else "-")
+                row.append(_count(r.get("n_problems")))
         head = res.get(first, {}) if first else {}
         tokens = (head.get("efficiency") or {}).get("tokens_per_sample")
         row += [_signed(head.get("collaboration_gain")), "-" if tokens is None else f"{tokens:.0f}"]
@@ -391,21 +391,28 @@ def readme_results(data: dict) -> str:
         ]
         for c in comps:
             ci = _ci(c.get("ci_low"), c.get("ci_high"), signed=True)
-            n = str(c["n_problems"]) if isinstance(c.get("n_problems"), int | float) else "-"
             lines.append(
-                f"| {c['a']} | {c['b']} | {c['benchmark']} | {n} | {_signed(c['delta'])} | {ci} "
-                f"| {float(c['p_value']):.4f} |"
+                f"| {c['a']} | {c['b']} | {c['benchmark']} | {_count(c.get('n_problems'))} | {_signed(c['delta'])} "
+                f"| {ci} | {float(c['p_value']):.4f} |"
             )
     return "\n".join(lines) + "\n"
 
 
-def _n_problems(data: dict, bench: str) -> str:
-    counts = {
+def _count(n: Any) -> str:
+    return str(int(n)) if isinstance(n, int | float) else "-"
+
+
+def _problem_counts(data: dict, bench: str) -> set[int]:
+    """The numbers of problems the methods were scored on for ``bench``."""
+    return {
         int(r["n_problems"])
         for res in data["methods"].values()
         if isinstance((r := res.get(bench)), dict) and isinstance(r.get("n_problems"), int | float)
     }
-    return "/".join(map(str, sorted(counts))) or "?"
+
+
+def _n_problems(data: dict, bench: str) -> str:
+    return "/".join(map(str, sorted(_problem_counts(data, bench)))) or "?"
 
 
 def update_readme(readme: str | Path, metrics_path: str | Path) -> Path:
