@@ -177,7 +177,8 @@ class _TwoRoleTrainer:
         self.devices: dict[str, torch.device] = {}
         self.shared = self._shared_base(models) if params.shared_base else None  # one base, one adapter per role
         for name in self.role_names:
-            self.roles[name] = self._prepare_role(name, models, (devices or {}).get(name), max_new_tokens or {})
+            dev = None if self.shared is not None else (devices or {}).get(name)  # a shared base stays where it is
+            self.roles[name] = self._prepare_role(name, models, dev, max_new_tokens or {})
         # Per role: prompts through the chat template or not (generation.use_chat_template, null = the tokenizer
         # decides), as evaluation renders them (corecode.generation.render).
         self.chat = {name: use_chat(r.tokenizer, chat) for name, r in self.roles.items()}
@@ -262,8 +263,6 @@ class _TwoRoleTrainer:
             tok.pad_token = tok.eos_token
         if role_cfg.gradient_checkpointing:
             enable_gradient_checkpointing(model)
-        if self.shared is not None:
-            dev = None
         if dev is not None:
             model.to(dev)
         ref = None
