@@ -760,6 +760,23 @@ def coder_rewards_of(
     )
 
 
+@dataclass
+class TeamScores:
+    """What a team rollout scored: per program (flat, ``num_programs`` a plan) and per plan (flat, ``num_plans`` a
+    problem), with each role's group-relative advantages and zero-variance masks."""
+
+    program_problems: list[Problem]
+    refs: dict
+    adherence: list[float]
+    likelihoods: dict[int, float]
+    coder_rewards: torch.Tensor
+    planner_rewards: torch.Tensor
+    coder_adv: torch.Tensor
+    coder_zero: torch.Tensor
+    planner_adv: torch.Tensor
+    planner_zero: torch.Tensor
+
+
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
     values = values.float()
     return {f"{prefix}_mean": float(values.mean()), f"{prefix}_std": float(values.std()) if values.numel() > 1 else 0.0}
@@ -802,17 +819,24 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
         return ex.value if ex.ok else (text.strip() or None)
 
     def rollout(self, problems, timer):
-        cfg = self.cfg
-        n_plans, n_programs = cfg.num_plans, cfg.num_programs
         t = time.perf_counter()
         plans, redrawn, guided = self.sample_plans(problems)
-        distinct = torch.tensor(
-            [float(not duplicate_positions([s.completion.text.strip() for s in group])) for group in plans]
-        )
         flat_plans = [(prob, s) for prob, group in zip(problems, plans) for s in group]
         programs, futures = self.sample_programs(flat_plans)
         timer["generation_s"] = time.perf_counter() - t
         results = self.wait(futures, timer)
+        scores = self.score_rollout(problems, flat_plans, programs, results)
+        plan_samples = [s for _, s in flat_plans]
+        metrics = self.rollout_metrics(problems, plans, programs, results, scores, redrawn, guided)
+        return {"planner": (plan_samples, scores.planner_adv), "coder": (programs, scores.coder_adv)}, metrics
+
+    def score_rollout(
+        self, problems: Sequence[Problem], flat_plans: list[tuple[Problem, Sample]], programs: list[Sample], results
+    ) -> TeamScores:
+        """Each program's reward, each plan's reward through its programs (credit through the partner) and both
+        roles' group-relative advantages: plans within a problem, programs within a plan."""
+        cfg = self.cfg
+        n_plans, n_programs = cfg.num_plans, cfg.num_programs
         weights = cfg.coder_reward
         refs = self.references_for(problems, bool(weights.time or weights.memory or cfg.planner_reward.time))
         program_problems = [prob for prob, _ in flat_plans for _ in range(n_programs)]
@@ -841,17 +865,39 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             planner_rewards = pool_identical(planner_rewards, texts, n_plans)
         planner_adv, planner_zero = group_advantages(planner_rewards, n_plans, cfg.scale_rewards)
         coder_adv, coder_zero = group_advantages(coder_rewards, n_programs, cfg.scale_rewards)
-        plan_samples = [s for _, s in flat_plans]
+        return TeamScores(
+            program_problems, refs, adherence, likelihoods, coder_rewards, planner_rewards,
+            coder_adv, coder_zero, planner_adv, planner_zero,
+        )  # fmt: skip
+
+    def rollout_metrics(
+        self,
+        problems: Sequence[Problem],
+        plans: list[list[Sample]],
+        programs: list[Sample],
+        results: list,
+        scores: TeamScores,
+        redrawn: int,
+        guided: list[Sample],
+    ) -> dict[str, float]:
+        """The step's log: rewards, pass rates, the Planner's plan accuracy, entropy, zero-variance groups and plan
+        diversity, gathered over ranks (every rank gathers the same keys: a gather is a collective)."""
+        cfg = self.cfg
+        n_plans, n_programs = cfg.num_plans, cfg.num_programs
+        distinct = torch.tensor(
+            [float(not duplicate_positions([s.completion.text.strip() for s in group])) for group in plans]
+        )
+        plan_samples = [s for group in plans for s in group]
         guided_ids = {id(g) for g in guided}
         own_plans = [s for s in plan_samples if id(s) not in guided_ids]  # what the Planner sampled
         passed = torch.tensor([float(r is not None and r.passed) for r in results])
         gathered = {
             k: self.gather(v)
             for k, v in dict(
-                planner_rewards=planner_rewards,
-                coder_rewards=coder_rewards,
+                planner_rewards=scores.planner_rewards,
+                coder_rewards=scores.coder_rewards,
                 passed=passed,
-                adherence=torch.tensor(adherence),
+                adherence=torch.tensor(scores.adherence),
                 distinct=distinct,
                 redrawn=torch.tensor([redrawn / max(len(problems), 1)]),
                 # only when on (every rank alike: a gather is a collective)
@@ -870,21 +916,26 @@ class TeamGRPOTrainer(_TwoRoleTrainer):
             "planner/sample_entropy": self.sample_entropy("planner", own_plans),
             "coder/plan_adherence": float(gathered["adherence"].mean()),
             "plan_format_rate": sum(plan_format_ok(s.completion.text) for s in own_plans) / len(own_plans),
-            "planner/adv_std": float(planner_adv.std()),
-            "coder/adv_std": float(coder_adv.std()),
-            "planner/zero_std_frac": float(planner_zero.view(-1, n_plans)[:, 0].float().mean()),
-            "coder/zero_std_frac": float(coder_zero.view(-1, n_programs)[:, 0].float().mean()),
+            "planner/adv_std": float(scores.planner_adv.std()),
+            "coder/adv_std": float(scores.coder_adv.std()),
+            "planner/zero_std_frac": float(scores.planner_zero.view(-1, n_plans)[:, 0].float().mean()),
+            "coder/zero_std_frac": float(scores.coder_zero.view(-1, n_programs)[:, 0].float().mean()),
             "planner/distinct_plan_frac": float(gathered["distinct"].mean()),
             "planner/redrawn_plans": float(gathered["redrawn"].mean()),
             **({"planner/gold_guided_frac": float(gathered["guided"].mean())} if cfg.gold_plans else {}),
         }
         if cfg.planner_reward.coder_likelihood:  # every rank alike: a gather is a collective
+            likelihoods = scores.likelihoods
             total = self.gather(torch.tensor([[sum(likelihoods.values()), float(len(likelihoods))]])).sum(0)
             metrics["planner/reference_logprob"] = float(total[0] / total[1]) if total[1] else 0.0
-        metrics.update(self.efficiency_term_shares(program_problems, results, refs, adherence, coder_rewards))
+        metrics.update(
+            self.efficiency_term_shares(
+                scores.program_problems, results, scores.refs, scores.adherence, scores.coder_rewards
+            )
+        )
         metrics.update(_stats("planner/completion_len", torch.tensor([s.completion.num_tokens for s in plan_samples])))
         metrics.update(_stats("coder/completion_len", torch.tensor([s.completion.num_tokens for s in programs])))
-        return {"planner": (plan_samples, planner_adv), "coder": (programs, coder_adv)}, metrics
+        return metrics
 
     def sample_plans(self, problems: Sequence[Problem]) -> tuple[list[list[Sample]], int, list[Sample]]:
         """``num_plans`` plans a problem; duplicates redrawn (``distinct_plan_tries``) and gold plans put in
