@@ -293,16 +293,7 @@ def policy_loss_backward(
         mask = batch["completion_mask"].float()
         adv = advantages[idx].to(device).float().unsqueeze(1)
         logps, entropies = per_token_logps(model, batch, cfg.temperature, with_entropy=True)
-        if all(samples[i].old_logps is not None for i in idx):
-            old = torch.zeros_like(logps)
-            for j, i in enumerate(idx):
-                old[j, : len(samples[i].old_logps)] = samples[i].old_logps.to(device)
-        else:
-            old = logps.detach()  # first step on this batch: the ratio is 1 (TRL's shortcut for num_iterations=1)
-            if record_old and real:
-                lengths = batch["completion_mask"].sum(-1).clamp(min=1).tolist()
-                for j, i in enumerate(idx):
-                    samples[i].old_logps = old[j, : int(lengths[j])].cpu()
+        old = _old_logps(samples, idx, logps, mask, record_old and real)
         coef_1 = torch.exp(logps - old)
         coef_2 = torch.clamp(coef_1, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
         per_token_loss = -torch.min(coef_1 * adv, coef_2 * adv)
@@ -313,14 +304,7 @@ def policy_loss_backward(
             per_token_loss = per_token_loss + cfg.beta * kl
             if real:
                 sums["kl"] += (kl.detach() * mask).sum() / total_tokens
-        if cfg.loss_type == "grpo":
-            loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / total_seqs
-        elif cfg.loss_type == "dapo":
-            loss = (per_token_loss * mask).sum() / total_tokens
-        elif cfg.loss_type == "dr_grpo":
-            loss = (per_token_loss * mask).sum() / (total_seqs * cfg.max_completion_length)
-        else:
-            raise ValueError(f"grpo.loss_type must be grpo, dapo or dr_grpo, got {cfg.loss_type!r}")
+        loss = _normalised_loss(per_token_loss, mask, cfg, total_seqs, total_tokens)
         if not real:  # a padding micro-batch: the collectives of a forward/backward, no gradient
             backward(loss * 0.0)
             continue
@@ -333,3 +317,32 @@ def policy_loss_backward(
                 p.grad = torch.zeros_like(p)
     stats = {k: float(v) for k, v in sums.items()}
     return stats
+
+
+def _old_logps(samples: Sequence[Sample], idx: list[int], logps: torch.Tensor, mask: torch.Tensor, record: bool):
+    """The sampling policy's per-token log-probs for the micro-batch ``idx``: those kept in ``Sample.old_logps`` by
+    an earlier call on the same batch, else ``logps`` itself (detached), kept there when ``record``."""
+    if all(samples[i].old_logps is not None for i in idx):
+        old = torch.zeros_like(logps)
+        for j, i in enumerate(idx):
+            old[j, : len(samples[i].old_logps)] = samples[i].old_logps.to(logps.device)
+        return old
+    old = logps.detach()  # first step on this batch: the ratio is 1 (TRL's shortcut for num_iterations=1)
+    if record:
+        lengths = mask.sum(-1).clamp(min=1).tolist()
+        for j, i in enumerate(idx):
+            samples[i].old_logps = old[j, : int(lengths[j])].cpu()
+    return old
+
+
+def _normalised_loss(
+    per_token_loss: torch.Tensor, mask: torch.Tensor, cfg: LossConfig, total_seqs: int, total_tokens: int
+) -> torch.Tensor:
+    """A micro-batch's share of the whole set's loss under ``cfg.loss_type`` (normalisers span the whole set)."""
+    if cfg.loss_type == "grpo":
+        return ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / total_seqs
+    if cfg.loss_type == "dapo":
+        return (per_token_loss * mask).sum() / total_tokens
+    if cfg.loss_type == "dr_grpo":
+        return (per_token_loss * mask).sum() / (total_seqs * cfg.max_completion_length)
+    raise ValueError(f"grpo.loss_type must be grpo, dapo or dr_grpo, got {cfg.loss_type!r}")
