@@ -265,10 +265,6 @@ def validate_datasets(
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
-    from corecode.data.decontam import ngrams
 
     names = names or default_datasets(data)
     processed_dir, gx_dir = Path(processed_dir), Path(reports_dir) / "gx"
@@ -277,62 +273,91 @@ def validate_datasets(
         from corecode.data.build import eval_problems as decontam_set
 
         eval_problems = decontam_set(data)  # what build-data decontaminated against, composite splits aside
-    n = data.decontam.n
+    index = _decontam_index(eval_problems, data.decontam.n)
+    ctx = _gx_context(Path(reports_dir), html)
+    pandas = ctx.data_sources.add_pandas("corecode")
+    results = []
+    for name in names:
+        if {"composite_rl": not data.composite.n_rl, "composite_dev": not data.composite.n_dev}.get(name):
+            continue  # no such split configured: its file is empty by design
+        results += _validate_dataset(name, data, processed_dir, gx_dir, index, ctx, pandas, html)
+    _write_summary(results, gx_dir / "summary.json")
+    return results
+
+
+def _decontam_index(eval_problems, n: int) -> set:
+    """The word n-grams of the evaluation problems' prompts and reference solutions."""
+    from corecode.data.decontam import ngrams
+
     index: set = set()
     for p in eval_problems:
         for t in (p.prompt, p.reference_solution):
             index |= ngrams(t or "", n)
+    return index
+
+
+def _gx_context(reports_dir: Path, html: bool):
+    """An ephemeral GX context without progress bars; with ``html``, a data docs site under
+    ``<reports_dir>/gx_docs``."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    if html:  # HTML data docs under <reports>/gx_docs/index.html
+    if html:
         ctx.add_data_docs_site(
             site_name="corecode",
             site_config={
                 "class_name": "SiteBuilder",
                 "store_backend": {
                     "class_name": "TupleFilesystemStoreBackend",
-                    "base_directory": str((Path(reports_dir) / "gx_docs").resolve()),
+                    "base_directory": str((reports_dir / "gx_docs").resolve()),
                 },
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
-    pandas = ctx.data_sources.add_pandas("corecode")
+    return ctx
+
+
+def _validate_dataset(
+    name: str, data: DataParams, processed_dir: Path, gx_dir: Path, index: set, ctx, pandas, html: bool
+) -> list[DatasetResult]:
+    """One dataset's results (one per source of an SFT set), each suite's GX result written to ``gx_dir``; lines
+    that are not JSON objects are added to the first result's failures."""
+    path = dataset_path(name, data, processed_dir)
+    if not path.exists():
+        return [
+            DatasetResult(
+                name, str(path), False, 0, [Failure(None, "file_exists", None, [(None, f"{path} not found")])]
+            )
+        ]
+    _, bad = _scan(path)
+    df = _frame(name, path, index, data.decontam.n, data.decontam.threshold)
+    if df.empty:
+        results = [
+            DatasetResult(name, str(path), False, 0, [Failure(None, "expect_table_row_count_to_be_between", 0, [])])
+        ]
+        _add_bad_lines(results[0], bad)
+        return results
+    if name in SFT_SETS and "source" in df:  # one suite per source, each with its limits
+        parts = [(src, df[df["source"] == src]) for src in dict.fromkeys(df["source"].fillna("composite"))]
+    else:
+        parts = [(None, df)]
     results = []
-    for name in names:
-        if {"composite_rl": not data.composite.n_rl, "composite_dev": not data.composite.n_dev}.get(name):
-            continue  # no such split configured: its file is empty by design
-        path = dataset_path(name, data, processed_dir)
-        if not path.exists():
-            results.append(
-                DatasetResult(
-                    name, str(path), False, 0, [Failure(None, "file_exists", None, [(None, f"{path} not found")])]
-                )
-            )
-            continue
-        first = len(results)
-        _, bad = _scan(path)
-        df = _frame(name, path, index, n, data.decontam.threshold)
-        if df.empty:
-            results.append(
-                DatasetResult(name, str(path), False, 0, [Failure(None, "expect_table_row_count_to_be_between", 0, [])])
-            )
-            _add_bad_lines(results[first], bad)
-            continue
-        if name in SFT_SETS and "source" in df:  # one suite per source, each with its limits
-            parts = [(src, df[df["source"] == src]) for src in dict.fromkeys(df["source"].fillna("composite"))]
-        else:
-            parts = [(None, df)]
-        for src, part in parts:
-            label = name if src in (None, "composite") else f"{name}.{src}"
-            suite = build_suite(name, data, source=src if src != "composite" else None)
-            res, result = _run_suite(ctx, pandas, label, suite, part, html)
-            report = gx_dir / f"{label}.json"
-            report.write_text(json.dumps(_stable(result), indent=1, default=str) + "\n")
-            results.append(
-                DatasetResult(label, str(path), bool(res.success), len(part), _failures(result, part), str(report))
-            )
-        _add_bad_lines(results[first], bad)
+    for src, part in parts:
+        label = name if src in (None, "composite") else f"{name}.{src}"
+        suite = build_suite(name, data, source=src if src != "composite" else None)
+        res, result = _run_suite(ctx, pandas, label, suite, part, html)
+        report = gx_dir / f"{label}.json"
+        report.write_text(json.dumps(_stable(result), indent=1, default=str) + "\n")
+        results.append(
+            DatasetResult(label, str(path), bool(res.success), len(part), _failures(result, part), str(report))
+        )
+    _add_bad_lines(results[0], bad)
+    return results
+
+
+def _write_summary(results: list[DatasetResult], path: Path) -> None:
     summary = [
         {
             "dataset": r.name,
@@ -344,8 +369,7 @@ def validate_datasets(
         }
         for r in results
     ]
-    (gx_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return results
+    path.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def _scan(path: Path) -> tuple[list[dict], list[tuple[int, str]]]:
