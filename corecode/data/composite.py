@@ -61,8 +61,10 @@ _REST_NPS = {
     "str": ("the result", "the resulting string", "that text"),
     "words": ("the result", "the resulting words", "those words"),
 }
+# fmt: off
 _WORDS = ("apple", "sky", "tea", "banana", "box", "a", "Sun", "code42", "x7", "bob", "ant", "stop", "tree", "Echo",
           "sea", "bee", "it", "oak", "moon", "dog", "tide", "b2b", "ice", "Tom", "star", "ten", "eel", "sand")
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -403,24 +405,43 @@ def _generate(
             )
         tags: list[str] = []
         if split not in HELDOUT_SPLITS:
-            lo, hi = (cfg.train_max_steps + 1, cfg.test_max_steps) if made < n_rl_longer else (
-                cfg.min_steps, cfg.train_max_steps)
+            lo, hi = (
+                (cfg.train_max_steps + 1, cfg.test_max_steps)
+                if made < n_rl_longer
+                else (cfg.min_steps, cfg.train_max_steps)
+            )
             chain = sample_chain(rng, steps, _lengths(rng, lo, hi), cfg.start_types, cfg.str_start_prob, banned=held)
             if chain is not None and chain.step_names() in avoid_sequences:
                 continue
         elif made < n_longer:
-            chain = sample_chain(rng, steps, _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps),
-                                 cfg.start_types, cfg.str_start_prob)
+            chain = sample_chain(
+                rng,
+                steps,
+                _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps),
+                cfg.start_types,
+                cfg.str_start_prob,
+            )
             tags.append("ood:length")
         elif made < n_longer + n_unseen:
-            chain = sample_chain(rng, steps, rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
-                                 cfg.start_types, cfg.str_start_prob, banned=held)
+            chain = sample_chain(
+                rng,
+                steps,
+                rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
+                cfg.start_types,
+                cfg.str_start_prob,
+                banned=held,
+            )
             if chain is None or chain.step_names() in seen_sequences or not set(chain.pairs()) <= seen_pairs:
                 continue
             tags.append("ood:chain")
         else:
-            chain = sample_chain(rng, steps, rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
-                                 cfg.start_types, cfg.str_start_prob)
+            chain = sample_chain(
+                rng,
+                steps,
+                rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
+                cfg.start_types,
+                cfg.str_start_prob,
+            )
             if chain is not None and not any(p in held for p in chain.pairs()):
                 continue
         if chain is None or chain.signature() in seen:
@@ -435,8 +456,9 @@ def _generate(
         yield chain, prob
 
 
-def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progress: bool = False
-                       ) -> dict[str, list[Problem]]:
+def generate_composite(
+    cfg: CompositeParams | None = None, seed: int = 0, progress: bool = False
+) -> dict[str, list[Problem]]:
     """The splits, ``{"train": [...], "val": [...], "test": [...], "dev": [...], "rl": [...]}`` (``dev`` and ``rl``
     only when ``n_dev`` / ``n_rl`` > 0), deterministic from ``seed``.
 
@@ -456,16 +478,27 @@ def generate_composite(cfg: CompositeParams | None = None, seed: int = 0, progre
 
     family = cfg.efficiency_frac if not cfg.steps or efficiency.TAG in cfg.steps else 0.0
 
-    def run(split: str, n: int, exclude: set, sequences: set = frozenset(), pairs: set = frozenset(),
-            avoid: set = frozenset()) -> list[tuple[Chain, Problem]]:
+    def run(
+        split: str,
+        n: int,
+        exclude: set,
+        sequences: set = frozenset(),
+        pairs: set = frozenset(),
+        avoid: set = frozenset(),
+    ) -> list[tuple[Chain, Problem]]:
         n_family = round(family * n)  # the split's last problems: corecode/data/efficiency.py
         family_made = efficiency.generate(split, n_family, n - n_family, cfg, seed)
         if len(family_made) < n_family:  # the family's share of the split ran out: other problems fill the rest
-            print(f"composite/{split}: {len(family_made)} efficiency problems, not {n_family} (the family's chains "
-                  f"for this split are used up); {n_family - len(family_made)} more of the others", file=sys.stderr)
+            print(
+                f"composite/{split}: {len(family_made)} efficiency problems, not {n_family} (the family's chains "
+                f"for this split are used up); {n_family - len(family_made)} more of the others",
+                file=sys.stderr,
+            )
             n_family = len(family_made)  # their task ids follow the others'
-            family_made = [(c, p.model_copy(update={"task_id": f"composite/{split}/{n - n_family + i}"}))
-                           for i, (c, p) in enumerate(family_made)]
+            family_made = [
+                (c, p.model_copy(update={"task_id": f"composite/{split}/{n - n_family + i}"}))
+                for i, (c, p) in enumerate(family_made)
+            ]
         gen = _generate(split, n - n_family, cfg, seed, steps, held, exclude, sequences, pairs, avoid)
         made = list(track(gen, total=n - n_family, description=f"composite {split}", disable=not progress))
         return made + family_made

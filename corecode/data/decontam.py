@@ -33,8 +33,9 @@ class DecontamReport:
     dropped: list[tuple[Problem, str, float]] = field(default_factory=list)  # (problem, field, overlap)
 
 
-def decontaminate(items: list[Problem], eval_problems: list[Problem], n: int = 10, threshold: float = 0.5
-                  ) -> DecontamReport:
+def decontaminate(
+    items: list[Problem], eval_problems: list[Problem], n: int = 10, threshold: float = 0.5
+) -> DecontamReport:
     """Split ``items`` into kept and dropped (with the field and overlap fraction that caused the drop)."""
     index: set[tuple[str, ...]] = set()
     for p in eval_problems:

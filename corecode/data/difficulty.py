@@ -8,7 +8,6 @@ table) is executed, in-process; model output never is. Run: ``python -m corecode
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import defaultdict
 
@@ -35,7 +34,8 @@ def copy_baseline(train: list[Problem], evals: list[Problem]) -> dict[str, float
         best = train[int(bm25.get_scores(tok(p)).argmax())]
         args = [pysource.literal_eval(t.input) for t in p.tests]
         try:
-            ok = [repr(x) for x in run_gold(best.reference_solution, p.entry_point, args)] == [t.output for t in p.tests]
+            got = [repr(x) for x in run_gold(best.reference_solution, p.entry_point, args)]
+            ok = got == [t.output for t in p.tests]
         except Exception:  # the copied code crashes on these inputs: a failure, like any other
             ok = False
         for key in ["all"] + [t for t in p.tags if t.startswith("ood:")]:

@@ -51,6 +51,8 @@ def _s(name, kind, in_t, out_t, plan, code, verbs, nps, consts=(), guard=False) 
     return Step(name, kind, in_t, out_t, plan, code, tuple(verbs), tuple(nps), tuple(consts), guard)
 
 
+# fmt: off
+# One step a row, laid out by hand: name, kind, types, plan, code on the first line, its phrasings below.
 STEPS: list[Step] = [
     # ---- ints -> ints: filters
     _s("filter_even", "filter", "ints", "ints", "Keep only the even numbers.", "[x for x in {v} if x % 2 == 0]",
@@ -304,6 +306,7 @@ STEPS: list[Step] = [
        ["count the words", "count how many words remain", "find how many there are"],
        ["the number of {x}", "the size of {x}", "the count of {x}"]),
 ]
+# fmt: on
 
 STEP_BY_NAME = {s.name: s for s in STEPS}
 assert len(STEP_BY_NAME) == len(STEPS), "duplicate step names"

@@ -15,7 +15,6 @@ HTML data docs ``data/reports/gx_docs/index.html`` (stamped with run times, so k
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import os

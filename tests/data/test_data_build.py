@@ -27,8 +27,18 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("build")
     params = root / "params.yaml"
     params.write_text(yaml.safe_dump(PARAMS))
-    res = CliRunner().invoke(app, ["build-data", "--params", str(params), "--out-dir", str(root / "processed"),
-                                   "--reports-dir", str(root / "reports")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "build-data",
+            "--params",
+            str(params),
+            "--out-dir",
+            str(root / "processed"),
+            "--reports-dir",
+            str(root / "reports"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     return root, res.output
 
@@ -66,8 +76,18 @@ def test_build_writes_every_file_in_trl_format(built):
 
 def test_build_is_deterministic(built, tmp_path):
     root, _ = built
-    res = CliRunner().invoke(app, ["build-data", "--params", str(root / "params.yaml"), "--out-dir",
-                                   str(tmp_path / "p"), "--reports-dir", str(tmp_path / "r")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "build-data",
+            "--params",
+            str(root / "params.yaml"),
+            "--out-dir",
+            str(tmp_path / "p"),
+            "--reports-dir",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 0
     for name in ("planner", "coder", "composite_test"):
         assert (tmp_path / "p" / f"{name}.jsonl").read_bytes() == (root / "processed" / f"{name}.jsonl").read_bytes()
@@ -75,8 +95,18 @@ def test_build_is_deterministic(built, tmp_path):
 
 def test_validate_passes_on_built_data(built):
     root, _ = built
-    res = CliRunner().invoke(app, ["validate-data", "--params", str(root / "params.yaml"), "--processed-dir",
-                                   str(root / "processed"), "--reports-dir", str(root / "reports")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "validate-data",
+            "--params",
+            str(root / "params.yaml"),
+            "--processed-dir",
+            str(root / "processed"),
+            "--reports-dir",
+            str(root / "reports"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert res.output.count("PASS") == 8  # planner, coder, single and the five composite splits (dev included)
     summary = json.loads((root / "reports" / "gx" / "summary.json").read_text())
@@ -100,9 +130,21 @@ def test_validate_fails_on_corrupted_copy(built, tmp_path):
     plans[2]["completion"] = "<plan>\n1. Do it.\n3. Then this.\n</plan>"  # bad numbering
     write_jsonl(proc / "planner.jsonl", plans)
     before = sorted(p.name for p in proc.iterdir())
-    res = CliRunner().invoke(app, ["validate-data", "planner", "coder", "single", "--params",
-                                   str(root / "params.yaml"), "--processed-dir", str(proc), "--reports-dir",
-                                   str(tmp_path / "reports")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "validate-data",
+            "planner",
+            "coder",
+            "single",
+            "--params",
+            str(root / "params.yaml"),
+            "--processed-dir",
+            str(proc),
+            "--reports-dir",
+            str(tmp_path / "reports"),
+        ],
+    )
     assert res.exit_code == 1, res.output
     out = res.output
     assert "FAIL coder" in out and "FAIL planner" in out and "PASS single" in out
@@ -119,9 +161,20 @@ def test_validate_missing_file_and_wrong_split_size(built, tmp_path):
     root, _ = built
     params = dict(PARAMS, data={**PARAMS["data"], "composite": {"n_train": 81, "n_val": 12, "n_test": 20}})
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    res = CliRunner().invoke(app, ["validate-data", "composite_train", "nope",
-                                   "--params", str(tmp_path / "params.yaml"),
-                                   "--processed-dir", str(root / "processed"), "--reports-dir", str(tmp_path / "r")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "validate-data",
+            "composite_train",
+            "nope",
+            "--params",
+            str(tmp_path / "params.yaml"),
+            "--processed-dir",
+            str(root / "processed"),
+            "--reports-dir",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 1
     assert "expect_table_row_count_to_equal" in res.output and "observed 80" in res.output
     assert "nope.jsonl not found" in res.output

@@ -26,8 +26,20 @@ from corecode.data.steps import STEP_BY_NAME
 def _composite(**kw) -> CompositeParams:
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split); no
     efficiency family (tests/data/test_data_efficiency.py)."""
-    return CompositeParams(**{**dict(n_test=300, n_dev=0, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
-                                     phrasing_variety=3, efficiency_frac=0.0), **kw})
+    return CompositeParams(
+        **{
+            **dict(
+                n_test=300,
+                n_dev=0,
+                n_rl=0,
+                test_longer_frac=0.5,
+                test_unseen_chain_frac=0.0,
+                phrasing_variety=3,
+                efficiency_frac=0.0,
+            ),
+            **kw,
+        }
+    )
 
 
 SMALL = _composite(n_train=300, n_val=40, n_test=60)
@@ -113,8 +125,9 @@ def test_splits_hold_out_pairs_and_lengths():
 
 
 def test_unseen_chains_reuse_seen_pairs_in_new_sequences():
-    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
-                                   "test_unseen_chain_frac": 0.5})
+    cfg = SMALL.model_copy(
+        update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25, "test_unseen_chain_frac": 0.5}
+    )
     suite = generate_composite(cfg, seed=0)
     train_rows = suite["train"] + suite["val"]
     seqs = {tuple(line.split(". ", 1)[1] for line in p.plan.splitlines()) for p in train_rows}
@@ -128,8 +141,9 @@ def test_unseen_chains_reuse_seen_pairs_in_new_sequences():
 
 
 def test_rl_split_is_new_compositions_and_moves_no_other_split():
-    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
-                                   "test_unseen_chain_frac": 0.5})
+    cfg = SMALL.model_copy(
+        update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25, "test_unseen_chain_frac": 0.5}
+    )
     plain = generate_composite(cfg, seed=0)
     with_rl = generate_composite(cfg.model_copy(update={"n_rl": 50}), seed=0)
     assert "rl" not in plain and len(with_rl["rl"]) == 50
@@ -141,15 +155,26 @@ def test_rl_split_is_new_compositions_and_moves_no_other_split():
         assert p.split == "rl" and p.task_id.startswith("composite/rl/")
         assert seq(p) not in others  # a step sequence no other split uses
         assert int(p.difficulty) <= cfg.train_max_steps and not [t for t in p.tags if t.startswith("ood:")]
-    rl_chains = {c.step_names() for c, _ in _generate("rl", 50, cfg.model_copy(update={"n_rl": 50}), 0,
-                                                       select_steps(None), held, set())}
+    rl_chains = {
+        c.step_names()
+        for c, _ in _generate("rl", 50, cfg.model_copy(update={"n_rl": 50}), 0, select_steps(None), held, set())
+    }
     assert rl_chains  # and no chain of the generator's own rl stream contains a held-out pair:
     assert not any((a, b) in held for names in rl_chains for a, b in zip(names, names[1:]))
 
 
 def test_rl_longer_frac_gives_longer_rl_chains_and_moves_no_other_split():
-    cfg = SMALL.model_copy(update={"n_train": 300, "n_val": 20, "n_test": 40, "test_longer_frac": 0.25,
-                                   "test_unseen_chain_frac": 0.5, "test_max_steps": 5, "n_rl": 40})
+    cfg = SMALL.model_copy(
+        update={
+            "n_train": 300,
+            "n_val": 20,
+            "n_test": 40,
+            "test_longer_frac": 0.25,
+            "test_unseen_chain_frac": 0.5,
+            "test_max_steps": 5,
+            "n_rl": 40,
+        }
+    )
     plain = generate_composite(cfg, seed=0)
     longer = generate_composite(cfg.model_copy(update={"rl_longer_frac": 0.5}), seed=0)
     assert all(longer[s] == plain[s] for s in ("train", "val", "test"))
@@ -161,8 +186,12 @@ def test_rl_longer_frac_gives_longer_rl_chains_and_moves_no_other_split():
     assert all(n <= cfg.train_max_steps for n in steps[20:])
     assert {4, 5} <= set(steps[:20])
     assert not any(seq(p) in others for p in longer["rl"])  # still no step sequence of another split
-    rl_chains = {c.step_names() for c, _ in _generate("rl", 40, cfg.model_copy(update={"rl_longer_frac": 0.5}), 0,
-                                                       select_steps(None), held, set())}
+    rl_chains = {
+        c.step_names()
+        for c, _ in _generate(
+            "rl", 40, cfg.model_copy(update={"rl_longer_frac": 0.5}), 0, select_steps(None), held, set()
+        )
+    }
     assert not any((a, b) in held for names in rl_chains for a, b in zip(names, names[1:]))
     with pytest.raises(ValueError, match="rl_longer_frac > 0 needs test_max_steps > train_max_steps"):
         _composite(rl_longer_frac=0.5, test_max_steps=3)
@@ -194,8 +223,9 @@ def test_statement_is_not_a_copy_of_the_plan(suite):
 
 
 def test_nested_phrasing_reverses_plan_order():
-    chain = Chain((ChainItem(STEP_BY_NAME["filter_odd"]), ChainItem(STEP_BY_NAME["map_square"]),
-                   ChainItem(STEP_BY_NAME["sum"])))
+    chain = Chain(
+        (ChainItem(STEP_BY_NAME["filter_odd"]), ChainItem(STEP_BY_NAME["map_square"]), ChainItem(STEP_BY_NAME["sum"]))
+    )
     import random
 
     text = render_statement(chain, "nested", random.Random(0), variety=1)
@@ -214,8 +244,15 @@ def test_guard_branch_and_constants():
 
 
 def test_knobs_restrict_steps_and_reject_unknown():
-    cfg = _composite(n_train=50, n_val=5, n_test=10, steps=["filter", "map", "sum", "count"], test_max_steps=3,
-                          test_longer_frac=0.0, heldout_pair_frac=0.2)
+    cfg = _composite(
+        n_train=50,
+        n_val=5,
+        n_test=10,
+        steps=["filter", "map", "sum", "count"],
+        test_max_steps=3,
+        test_longer_frac=0.0,
+        heldout_pair_frac=0.2,
+    )
     out = generate_composite(cfg, seed=0)
     assert {t for p in out["train"] for t in p.tags} <= {"filter", "map", "reduce", "count"}
     with pytest.raises(ValueError, match="unknown step names/kinds"):

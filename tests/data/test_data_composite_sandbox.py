@@ -12,8 +12,9 @@ sandbox_mod = pytest.importorskip("corecode.sandbox.sandbox")
 
 def _composite(**kw) -> CompositeParams:
     """Test-sized suite: the config defaults are the embedded default's (1000 test problems and an rl split)."""
-    return CompositeParams(**{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0,
-                                     phrasing_variety=3), **kw})
+    return CompositeParams(
+        **{**dict(n_test=300, n_rl=0, test_longer_frac=0.5, test_unseen_chain_frac=0.0, phrasing_variety=3), **kw}
+    )
 
 
 def test_gold_passes_and_off_by_one_fails_in_sandbox():
@@ -48,13 +49,20 @@ def test_loaded_reference_solutions_pass_in_sandbox():
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "data"
     probs = load_mbpp(fix / "mbpp.jsonl") + load_evalplus(fix / "humanevalplus.jsonl")
-    probs += [p for p in load_code_contests(fix / "code_contests.jsonl") + load_apps(fix / "apps.jsonl")
-              if p.reference_solution]
+    probs += [
+        p
+        for p in load_code_contests(fix / "code_contests.jsonl") + load_apps(fix / "apps.jsonl")
+        if p.reference_solution
+    ]
     try:
         with sandbox_mod.Sandbox() as sb:
             good = sb.run_batch([(p, p.reference_solution) for p in probs])
-            bad = sb.run_batch([(p, "print(0)\n" if p.io_mode == "stdio" else
-                                 f"def {p.entry_point}(*a):\n    return 12345\n") for p in probs])
+            bad = sb.run_batch(
+                [
+                    (p, "print(0)\n" if p.io_mode == "stdio" else f"def {p.entry_point}(*a):\n    return 12345\n")
+                    for p in probs
+                ]
+            )
     except SandboxUnavailable as e:
         pytest.skip(f"sandbox unavailable here: {e}")
     assert all(r.passed for r in good), [(r.task_id, r.verdict, r.detail) for r in good if not r.passed]

@@ -94,7 +94,6 @@ def generate_calls(monkeypatch):
     return calls
 
 
-
 def _params(ckpt, cache, **kw):
     from corecode.data.config import TeacherParams
 

@@ -43,7 +43,8 @@ def apps_problem(row: dict, split: str = "train") -> Problem:
     )
 
 
-def load_apps(path: str | Path = "codeparrot/apps", split: str | None = "train", limit: int | None = None
-              ) -> list[Problem]:
+def load_apps(
+    path: str | Path = "codeparrot/apps", split: str | None = "train", limit: int | None = None
+) -> list[Problem]:
     rows = load_rows(path, split=split, limit=limit)
     return convert_rows(f"apps[{path}]", rows, lambda r: apps_problem(r, split or "train"))

@@ -46,7 +46,8 @@ def code_contests_problem(row: dict, split: str = "train", max_generated: int = 
     )
 
 
-def load_code_contests(path: str | Path = "deepmind/code_contests", split: str | None = "train",
-                       limit: int | None = None) -> list[Problem]:
+def load_code_contests(
+    path: str | Path = "deepmind/code_contests", split: str | None = "train", limit: int | None = None
+) -> list[Problem]:
     rows = load_rows(path, split=split, limit=limit)
     return convert_rows(f"code_contests[{path}]", rows, lambda r: code_contests_problem(r, split or "train"))

@@ -42,8 +42,9 @@ def evalplus_problem(row: dict, source: str, split: str = "test") -> Problem:
     )
 
 
-def load_evalplus(path: str | Path, source: str = "humaneval_plus", split: str | None = "test",
-                  limit: int | None = None) -> list[Problem]:
+def load_evalplus(
+    path: str | Path, source: str = "humaneval_plus", split: str | None = "test", limit: int | None = None
+) -> list[Problem]:
     """HumanEval+/MBPP+ problems from a hub id (e.g. ``evalplus/humanevalplus``) or a local evalplus JSONL."""
     rows = load_rows(path, split=split, limit=limit)
     return convert_rows(f"{source}[{path}]", rows, lambda r: evalplus_problem(r, source, split or "test"))

@@ -35,7 +35,8 @@ def load_rows(path: str | Path, split: str | None = None, name: str | None = Non
         kind = {".jsonl": "json", ".json": "json", ".jsonl.gz": "json", ".json.gz": "json", ".parquet": "parquet"}
         if suffixes not in kind:
             raise ValueError(
-                f"{p}: unsupported file type {suffixes!r} (use .jsonl, .json, .parquet or a save_to_disk dir)")
+                f"{p}: unsupported file type {suffixes!r} (use .jsonl, .json, .parquet or a save_to_disk dir)"
+            )
         ds = datasets.load_dataset(kind[suffixes], data_files=str(p), split="train")
     else:
         ds = datasets.load_dataset(str(path), name, split=split or "test")
@@ -67,9 +68,25 @@ def first_call_name(asserts: list[str]) -> str:
     """The function an MBPP-style ``assert f(...) == ...`` calls (the problem's entry point)."""
     for a in asserts:
         for node in ast.walk(pysource.parse(a)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in {
-                "set", "abs", "round", "sorted", "list", "tuple", "math", "isclose", "len", "str", "int", "float",
-            }:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id
+                not in {
+                    "set",
+                    "abs",
+                    "round",
+                    "sorted",
+                    "list",
+                    "tuple",
+                    "math",
+                    "isclose",
+                    "len",
+                    "str",
+                    "int",
+                    "float",
+                }
+            ):
                 return node.func.id
     raise ValueError(f"no function call found in asserts {asserts[:1]}")
 

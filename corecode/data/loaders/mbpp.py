@@ -33,8 +33,9 @@ def mbpp_problem(row: dict, source: str = "mbpp", split: str = "train") -> Probl
     )
 
 
-def load_mbpp(path: str | Path = HUB_ID, split: str | None = "train", name: str | None = "full",
-              limit: int | None = None) -> list[Problem]:
+def load_mbpp(
+    path: str | Path = HUB_ID, split: str | None = "train", name: str | None = "full", limit: int | None = None
+) -> list[Problem]:
     """MBPP problems from the hub (``path`` = dataset id) or a local JSONL/Parquet/save_to_disk copy."""
     rows = load_rows(path, split=split, name=name, limit=limit)
     return convert_rows(f"mbpp[{path}]", rows, lambda r: mbpp_problem(r, split=split or "train"))
