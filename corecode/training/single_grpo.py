@@ -15,6 +15,7 @@ TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -205,11 +206,11 @@ def train_grpo_single(
     from transformers import set_seed
 
     from corecode.generation.lean_decode import lean_decode_wanted
-    from corecode.generation.render import stop_token_ids, use_chat
+    from corecode.generation.render import use_chat
     from corecode.sandbox import Sandbox
     from corecode.training.ptx import read_ptx_rows
     from corecode.training.rewards import SandboxCodeReward
-    from corecode.training.sft import _merge_history, _peft_config
+    from corecode.training.sft import _peft_config
 
     cfg: SingleGRPOParams = params.grpo.single
     seed = params.seed if cfg.seed is None else cfg.seed
@@ -221,11 +222,7 @@ def train_grpo_single(
     set_seed(seed)
     model, tokenizer = load_policy(cfg, model_path, plan_then_code)
     dataset = build_dataset(problems, plan_then_code, tokenizer, params.generation.use_chat_template)
-    # TRL ends a completion at the model's generation-config EOS ids: make them the ids evaluation stops at (with a
-    # chat template, its end-of-turn token too).
-    stop, eos = stop_token_ids(tokenizer, model.generation_config), model.generation_config.eos_token_id
-    if stop != set(eos if isinstance(eos, list) else [eos]):
-        model.generation_config.eos_token_id = sorted(stop)
+    stop = _stop_at_evaluation_ids(model, tokenizer)
     work_dir = Path(cfg.work_dir) / name
     args = build_grpo_config(cfg, seed, work_dir, plan_then_code, report_to or [])
     ptx_rows = read_ptx_rows(cfg.ptx_data, "single") if cfg.ptx_coef and not plan_then_code else []
@@ -234,10 +231,9 @@ def train_grpo_single(
     if lean_decode_wanted(model, cfg.lean_decode):  # as the team's rollouts decide (corecode.training.rollout)
         rollout = lean_rollout(args.max_completion_length, cfg.temperature, cfg.top_p, stop)
 
-    own_sandbox = sandbox is None
-    if own_sandbox:
-        sandbox = Sandbox(params.sandbox).__enter__()
-    try:
+    with contextlib.ExitStack() as stack:
+        if sandbox is None:
+            sandbox = stack.enter_context(Sandbox(params.sandbox))
         reward = SandboxCodeReward(
             problems,
             sandbox=sandbox,
@@ -261,11 +257,25 @@ def train_grpo_single(
         t0 = time.perf_counter()
         trainer.train()
         wall = time.perf_counter() - t0
-    finally:
-        if own_sandbox:
-            sandbox.__exit__(None, None, None)
 
     save_final_model(trainer.model, tokenizer, cfg, output_dir, work_dir)
+    return _write_result(trainer, output_dir, log_path, wall)
+
+
+def _stop_at_evaluation_ids(model, tokenizer) -> set[int]:
+    """Make the model's generation-config EOS ids the ids evaluation stops at, and return them: TRL ends a completion
+    at the former, and with a chat template the latter include its end-of-turn token."""
+    from corecode.generation.render import stop_token_ids
+
+    stop, eos = stop_token_ids(tokenizer, model.generation_config), model.generation_config.eos_token_id
+    if stop != set(eos if isinstance(eos, list) else [eos]):
+        model.generation_config.eos_token_id = sorted(stop)
+    return stop
+
+
+def _write_result(trainer, output_dir: Path, log_path: Path, wall: float) -> SingleGRPOResult:
+    """Write the trainer's per-step log (one record a step, train and eval rows merged) to ``log_path`` and sum the run up."""
+    from corecode.training.sft import _merge_history
 
     history = _merge_history(trainer.state.log_history)
     log_path.parent.mkdir(parents=True, exist_ok=True)
