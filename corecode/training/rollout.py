@@ -90,14 +90,7 @@ def generate_chunks(
     try:
         for start in range(0, len(prompts), chunk_size):
             chunk = [render_prompt(tokenizer, p, chat) for p in prompts[start : start + chunk_size]]
-            # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
-            enc = tokenizer.pad(
-                {"input_ids": tokenize_rendered(tokenizer, chunk)},
-                return_tensors="pt",
-                padding=True,
-                padding_side="left",
-                pad_to_multiple_of=64 if static_cache else None,
-            ).to(model.device)
+            enc = _left_padded(tokenizer, tokenize_rendered(tokenizer, chunk), static_cache).to(model.device)
             if lean is not None:
                 rows = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
                 gen = lean.run(
@@ -124,18 +117,36 @@ def generate_chunks(
                     **extra,
                 )
                 gen = out[:, enc["input_ids"].shape[1] :].tolist()
-            prompt_rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"], enc["attention_mask"])]
-            result: list[list[Sample]] = []
-            for i, p_ids in enumerate(prompt_rows):
-                group = []
-                for j in range(n):
-                    ids, finish = completion_ids(gen[i * n + j], eos_ids, pad_id)
-                    text = tokenizer.decode(ids, skip_special_tokens=True)
-                    group.append(Sample(p_ids, Completion(text, len(ids), ids, finish)))
-                result.append(group)
-            yield result
+            yield _sample_groups(tokenizer, enc, gen, n, eos_ids, pad_id)
     finally:
         model.train(was_training)
+
+
+def _left_padded(tokenizer, input_ids: list[list[int]], static_cache: bool):
+    """A chunk's prompt ids padded on the left into one batch."""
+    # A static cache is compiled per shape: pad prompt lengths to a multiple of 64 to bound recompiles.
+    return tokenizer.pad(
+        {"input_ids": input_ids},
+        return_tensors="pt",
+        padding=True,
+        padding_side="left",
+        pad_to_multiple_of=64 if static_cache else None,
+    )
+
+
+def _sample_groups(tokenizer, enc, gen: list[list[int]], n: int, eos_ids, pad_id) -> list[list[Sample]]:
+    """A chunk's generated rows (``n`` a prompt, prompt-major) as one group of samples a prompt, each completion cut
+    after its first stop token and the prompt's padding dropped."""
+    prompt_rows = [ids[m.bool()].tolist() for ids, m in zip(enc["input_ids"], enc["attention_mask"])]
+    groups: list[list[Sample]] = []
+    for i, p_ids in enumerate(prompt_rows):
+        group = []
+        for j in range(n):
+            ids, finish = completion_ids(gen[i * n + j], eos_ids, pad_id)
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+            group.append(Sample(p_ids, Completion(text, len(ids), ids, finish)))
+        groups.append(group)
+    return groups
 
 
 def collate(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.Tensor]:
