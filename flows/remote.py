@@ -164,17 +164,7 @@ def pipeline_remote(
     order = stage_order(root, stages, upstream)
     logger.info("commit %s, run %s: %s", commit[:12], run_key, " -> ".join(order))
 
-    parent, tp = None, None
-    if track:
-        from corecode.tracking.runs import start_parent_run
-
-        tp = _tracking(root)
-        tp = tp.model_copy(update={"uri": os.environ.get("MLFLOW_TRACKING_URI") or tp.uri})
-        if tp.enabled:
-            parent = start_parent_run(
-                tp,
-                tags={"corecode.orchestrator": "prefect", "corecode.git_commit": commit, "corecode.run_key": run_key},
-            )
+    tp, parent = _start_parent_run(root, commit, run_key) if track else (None, None)
     lock: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     status = "FAILED"
@@ -196,20 +186,7 @@ def pipeline_remote(
             else:
                 result = stage_flow.fn(**params)  # this worker's checkout, as a task of this flow run
             lock[stage] = result["lock"]
-            rows.append(
-                {
-                    "stage": stage,
-                    "pool": "gpu" if gpu else "cpu",
-                    "run_s": result["run"]["seconds"],
-                    "pull_s": result["pull"]["seconds"],
-                    "pull_bytes": result["pull"]["bytes"],
-                    "push_s": result["push"]["seconds"],
-                    "push_bytes": result["push"]["bytes"],
-                    "ckpt_push_s": result.get("checkpoint_push", {}).get("seconds", 0.0),
-                    "ckpt_push_bytes": result.get("checkpoint_push", {}).get("bytes", 0),
-                    "resumed_from": ", ".join(result["restored"]) or None,
-                }
-            )
+            rows.append(_stage_row(stage, gpu, result))
         status = "FINISHED"
     finally:
         lock_text = yaml.safe_dump({"schema": "2.0", "stages": lock}, sort_keys=False)
@@ -225,6 +202,35 @@ def pipeline_remote(
             end_parent_run(tp, parent, status, cwd=root)
         _publish_results(root, lock, rows)
     return {"commit": commit, "run_key": run_key, "lock": lock, "stages": rows, "branch": branch}
+
+
+def _start_parent_run(root: Path, commit: str, run_key: str) -> tuple[Any, str | None]:
+    """The checkout's tracking params (at ``MLFLOW_TRACKING_URI`` where the worker sets it) and the id of the run's
+    MLflow parent run, None when tracking is off."""
+    from corecode.tracking.runs import start_parent_run
+
+    tp = _tracking(root)
+    tp = tp.model_copy(update={"uri": os.environ.get("MLFLOW_TRACKING_URI") or tp.uri})
+    if not tp.enabled:
+        return tp, None
+    tags = {"corecode.orchestrator": "prefect", "corecode.git_commit": commit, "corecode.run_key": run_key}
+    return tp, start_parent_run(tp, tags=tags)
+
+
+def _stage_row(stage: str, gpu: bool, result: dict[str, Any]) -> dict[str, Any]:
+    """One stage's row of the stage table: its pool, run time and DVC-remote transfers."""
+    return {
+        "stage": stage,
+        "pool": "gpu" if gpu else "cpu",
+        "run_s": result["run"]["seconds"],
+        "pull_s": result["pull"]["seconds"],
+        "pull_bytes": result["pull"]["bytes"],
+        "push_s": result["push"]["seconds"],
+        "push_bytes": result["push"]["bytes"],
+        "ckpt_push_s": result.get("checkpoint_push", {}).get("seconds", 0.0),
+        "ckpt_push_bytes": result.get("checkpoint_push", {}).get("bytes", 0),
+        "resumed_from": ", ".join(result["restored"]) or None,
+    }
 
 
 REPORT_FILES = ("data/reports/report.md", "data/reports/plots", "data/reports/metrics.json")
