@@ -171,65 +171,16 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
     """Compute the trusted tests of one problem (see module docstring). Raises ValueError on unusable problems."""
     tid = problem.task_id
     if problem.io_mode == "stdio":
-        expected = []
-        for i, t in enumerate(problem.tests):
-            if t.output is not None:
-                expected.append(t.output)
-            elif problem.reference_solution:
-                expected.append(_stdio_reference(problem, t.input, timeout_s))
-            else:
-                raise ValueError(f"{tid}: tests[{i}] has no output and the problem has no reference_solution")
-        if not problem.tests:
-            raise ValueError(f"{tid}: stdio problem without tests")
-        return PreparedProblem(tid, "stdio", None, [t.input for t in problem.tests], expected, 0, problem.float_tol)
-
+        return _materialise_stdio(problem, timeout_s)
     if not problem.entry_point:
         raise ValueError(f"{tid}: function problem without entry_point")
     cls = solution_class(problem)
-    inputs: list[str] = []
-    expected: list[str] = []
-    n_check = 0
-    if problem.check_code:
-        if not problem.reference_solution:
-            raise ValueError(
-                f"{tid}: check_code needs a reference_solution (check() only ever runs in the trusted judge)"
-            )
-        calls = _literal_calls(problem.check_code) if not cls else None
-        if calls is None:  # any other check: run it in the judge, the reference solution behind a recorder
-            calls = call_judge(
-                {
-                    "op": "record",
-                    "program": problem.reference_solution,
-                    "check_code": problem.check_code,
-                    "entry": problem.entry_point,
-                    "cls": cls,
-                    "seed": seed,
-                }
-            )["calls"]
-        for args, out in calls:
-            inputs.append(args)
-            expected.append(out)
-        n_check = len(inputs)
-    missing = [t.input for t in problem.tests if t.output is None]
-    computed: list[str] = []
-    if missing:
-        if not problem.reference_solution:
-            raise ValueError(f"{tid}: tests without output and no reference_solution to compute them")
-        computed = call_judge(
-            {
-                "op": "call",
-                "program": problem.reference_solution,
-                "entry": problem.entry_point,
-                "cls": cls,
-                "inputs": missing,
-            }
-        )["outputs"]
-    it = iter(computed)
-    for t in problem.tests:
-        inputs.append(t.input)
-        expected.append(t.output if t.output is not None else next(it))
+    check_calls = _check_calls(problem, cls, call_judge, seed) if problem.check_code else []
+    inputs = [args for args, _ in check_calls] + [t.input for t in problem.tests]
+    expected = [out for _, out in check_calls] + _test_outputs(problem, cls, call_judge)
     if not inputs:
         raise ValueError(f"{tid}: function problem with neither check_code nor tests")
+    n_check = len(check_calls)
     return PreparedProblem(
         tid,
         "function",
@@ -243,6 +194,64 @@ def materialise(problem: Problem, call_judge: Callable[[dict], dict], seed: int,
         seed,
         cls=cls,
     )
+
+
+def _materialise_stdio(problem: Problem, timeout_s: float) -> PreparedProblem:
+    """A stdio problem's tests, an output missing from a test computed by running the reference solution on it."""
+    tid = problem.task_id
+    expected = []
+    for i, t in enumerate(problem.tests):
+        if t.output is not None:
+            expected.append(t.output)
+        elif problem.reference_solution:
+            expected.append(_stdio_reference(problem, t.input, timeout_s))
+        else:
+            raise ValueError(f"{tid}: tests[{i}] has no output and the problem has no reference_solution")
+    if not problem.tests:
+        raise ValueError(f"{tid}: stdio problem without tests")
+    return PreparedProblem(tid, "stdio", None, [t.input for t in problem.tests], expected, 0, problem.float_tol)
+
+
+def _check_calls(problem: Problem, cls, call_judge: Callable[[dict], dict], seed: int) -> list[tuple[str, str]]:
+    """The (arguments, expected output) pairs of a function problem's ``check_code``: read off its literal asserts
+    where it has only those, else recorded by running check() in the judge with the reference solution behind a
+    recorder."""
+    if not problem.reference_solution:
+        raise ValueError(
+            f"{problem.task_id}: check_code needs a reference_solution (check() only ever runs in the trusted judge)"
+        )
+    calls = _literal_calls(problem.check_code) if not cls else None
+    if calls is not None:
+        return calls
+    request = {
+        "op": "record",
+        "program": problem.reference_solution,
+        "check_code": problem.check_code,
+        "entry": problem.entry_point,
+        "cls": cls,
+        "seed": seed,
+    }
+    return call_judge(request)["calls"]
+
+
+def _test_outputs(problem: Problem, cls, call_judge: Callable[[dict], dict]) -> list[str]:
+    """The expected output of each of a function problem's tests, in order; those the test lacks computed by calling
+    the reference solution in the judge."""
+    missing = [t.input for t in problem.tests if t.output is None]
+    computed: list[str] = []
+    if missing:
+        if not problem.reference_solution:
+            raise ValueError(f"{problem.task_id}: tests without output and no reference_solution to compute them")
+        request = {
+            "op": "call",
+            "program": problem.reference_solution,
+            "entry": problem.entry_point,
+            "cls": cls,
+            "inputs": missing,
+        }
+        computed = call_judge(request)["outputs"]
+    it = iter(computed)
+    return [t.output if t.output is not None else next(it) for t in problem.tests]
 
 
 class PrepareCache:
