@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,16 +186,37 @@ def build_data(
     progress: bool = True,
 ) -> BuildSummary:
     """Build every file listed in the module docstring; returns what was written and dropped."""
-    from rich.progress import track
-
     from corecode.data.card import write_data_card
     from corecode.data.composite import generate_composite
-    from corecode.data.decontam import decontaminate
-    from corecode.data.io import write_jsonl, write_problems
 
     out_dir, reports_dir = Path(out_dir), Path(reports_dir)
     summary = BuildSummary()
     composite = generate_composite(data.composite, seed, progress=progress)
+    _write_composite(composite, out_dir, summary)
+
+    items = _training_problems(data, composite, seed, summary)
+    summary.dropped = {p.source: 0 for _, p, _ in items}
+    if data.decontam.enabled:
+        items = _decontaminated(data, items, composite, seed, summary)
+    items, rl = _split_sources(data, items, seed, summary)
+    _write_rl(rl, out_dir, summary)
+    if data.teacher.enabled:
+        items = _teach(data, items, summary)
+    rows = _sft_rows(data, items, seed, summary, progress)
+    _write_sft_rows(rows, out_dir, summary)
+
+    card = write_data_card(reports_dir / "data_card.md", composite, rows, summary)
+    summary.files["data_card"] = str(card)
+    summary_path = reports_dir / "build_summary.json"
+    summary_path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    summary.files["build_summary"] = str(summary_path)
+    return summary
+
+
+def _write_composite(composite: dict[str, list[Problem]], out_dir: Path, summary: BuildSummary) -> None:
+    """One ``composite_<split>.jsonl`` a split."""
+    from corecode.data.io import write_problems
+
     for split, probs in composite.items():
         path = out_dir / f"composite_{split}.jsonl"
         write_problems(path, probs)
@@ -204,21 +226,29 @@ def build_data(
         if split not in composite:
             write_problems(out_dir / f"composite_{split}.jsonl", [])
 
-    items = _training_problems(data, composite, seed, summary)
-    summary.dropped = {p.source: 0 for _, p, _ in items}
-    if data.decontam.enabled:
-        evals = eval_problems(data, seed, composite)
-        report = decontaminate([p for _, p, _ in items], evals, data.decontam.n, data.decontam.threshold)
-        dropped = {id(p) for p, _, _ in report.dropped}
-        for name, p, _ in items:
-            if id(p) in dropped:
-                summary.dropped[p.source] += 1
-                summary.dropped_ids.append(p.task_id)
-                if name in summary.sources:
-                    summary.sources[name]["decontaminated"] += 1
-        items = [item for item in items if id(item[1]) not in dropped]
 
-    items, rl = _split_sources(data, items, seed, summary)
+def _decontaminated(
+    data: DataParams, items: list[Item], composite: dict[str, list[Problem]], seed: int, summary: BuildSummary
+) -> list[Item]:
+    """``items`` without the problems too close to an evaluation problem, each drop counted by source."""
+    from corecode.data.decontam import decontaminate
+
+    evals = eval_problems(data, seed, composite)
+    report = decontaminate([p for _, p, _ in items], evals, data.decontam.n, data.decontam.threshold)
+    dropped = {id(p) for p, _, _ in report.dropped}
+    for name, p, _ in items:
+        if id(p) in dropped:
+            summary.dropped[p.source] += 1
+            summary.dropped_ids.append(p.task_id)
+            if name in summary.sources:
+                summary.sources[name]["decontaminated"] += 1
+    return [item for item in items if id(item[1]) not in dropped]
+
+
+def _write_rl(rl: dict[str, list[Problem]], out_dir: Path, summary: BuildSummary) -> None:
+    """Each source's rl problems in its own file under ``SOURCES_DIR``."""
+    from corecode.data.io import write_problems
+
     (out_dir / SOURCES_DIR).mkdir(parents=True, exist_ok=True)  # a pipeline output even when empty
     for name, probs in rl.items():
         path = rl_path(out_dir, name)
@@ -226,8 +256,12 @@ def build_data(
         summary.files[f"{name}_rl"] = str(path)
         summary.rows[f"{name}_rl"] = {"rl": len(probs)}
 
-    if data.teacher.enabled:
-        items = _teach(data, items, summary)
+
+def _sft_rows(
+    data: DataParams, items: list[Item], seed: int, summary: BuildSummary, progress: bool
+) -> dict[str, list[dict]]:
+    """The SFT rows of every set, a real source's row dropped (and counted) where it exceeds its validation limits."""
+    from rich.progress import track
 
     rows: dict[str, list[dict]] = {name: [] for name in SFT_SETS}
     for source, p, prov in track(items, description="SFT rows", disable=not progress or len(items) < 5000):
@@ -237,21 +271,18 @@ def build_data(
                 rows[name].append(row)
             else:
                 summary.sources[source]["sft_rows_over_limits"] += 1
+    return rows
+
+
+def _write_sft_rows(rows: dict[str, list[dict]], out_dir: Path, summary: BuildSummary) -> None:
+    """One ``<set>.jsonl`` an SFT set, its rows counted by split."""
+    from corecode.data.io import write_jsonl
+
     for name in SFT_SETS:
         path = out_dir / f"{name}.jsonl"
         write_jsonl(path, rows[name])
         summary.files[name] = str(path)
-        counts: dict[str, int] = {}
-        for r in rows[name]:
-            counts[r["split"]] = counts.get(r["split"], 0) + 1
-        summary.rows[name] = counts
-
-    card = write_data_card(reports_dir / "data_card.md", composite, rows, summary)
-    summary.files["data_card"] = str(card)
-    summary_path = reports_dir / "build_summary.json"
-    summary_path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-    summary.files["build_summary"] = str(summary_path)
-    return summary
+        summary.rows[name] = dict(Counter(r["split"] for r in rows[name]))
 
 
 def _teach(data: DataParams, items: list[Item], summary: BuildSummary) -> list[Item]:
