@@ -149,72 +149,94 @@ def make_plots(data: dict, train_logs: dict[str, list[dict]], out_dir: Path) -> 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-
-    def save(fig, name: str) -> None:
-        path = out_dir / name
+    for fig, name in _figures(plt, data, train_logs):
+        if fig is None:
+            continue
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        fig.savefig(out_dir / name, dpi=100)
+        plt.close(fig)  # one figure open at a time, however many benchmarks and logs
+        written.append(out_dir / name)
+    return written
 
+
+def _figures(plt, data: dict, train_logs: dict[str, list[dict]]):
+    """Yield (figure, or None where there is nothing to plot; its file name), one figure drawn at a time."""
     for bench in benchmarks(data):
         methods = _methods_for(data, bench)
-        results = [data["methods"][m][bench] for m in methods]
-        ks = ["pass_at_1"] + sorted(
-            {k for r in results for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"},
-            key=lambda k: int(k.rsplit("_", 1)[-1]) if k.rsplit("_", 1)[-1].isdigit() else 0,
-        )
-        series = {
-            k: [r["pass_at_1"] if k == "pass_at_1" else _numeric(r.get("pass_at_k")).get(k, 0.0) for r in results]
-            for k in ks
-        }
-        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
-        _bar_groups(ax, methods, series, "pass rate")
-        ax.set_title(f"pass@k on {bench}")
-        save(fig, f"pass_at_k_{bench}.png")
-
-        fails = [_failures(r) for r in results]
-        verdicts = sorted({v for f in fails for v in f})
-        if verdicts:
-            fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
-            bottom = [0.0] * len(methods)
-            for v in verdicts:
-                vals = [f.get(v, 0.0) for f in fails]
-                ax.bar(methods, vals, bottom=bottom, label=v)
-                bottom = [b + x for b, x in zip(bottom, vals)]
-            ax.set_title(f"failure breakdown on {bench}")
-            ax.tick_params(axis="x", rotation=20)
-            ax.legend(fontsize=8)
-            save(fig, f"failures_{bench}.png")
-
-        effs = [_efficiency(data, m, bench) for m in methods]
-        names = sorted({k for e in effs for k in e})
-        if names:
-            fig, axes = plt.subplots(1, len(names), figsize=(3.5 * len(names), 3.5), squeeze=False)
-            for ax, name in zip(axes[0], names):
-                ax.bar(methods, [e.get(name, 0.0) for e in effs])
-                ax.set_title(name, fontsize=9)
-                ax.tick_params(axis="x", rotation=45, labelsize=7)
-            fig.suptitle(f"efficiency on {bench}")
-            save(fig, f"efficiency_{bench}.png")
-
+        yield _pass_at_k_figure(plt, data, bench, methods), f"pass_at_k_{bench}.png"
+        yield _failures_figure(plt, data, bench, methods), f"failures_{bench}.png"
+        yield _efficiency_figure(plt, data, bench, methods), f"efficiency_{bench}.png"
     for name, records in train_logs.items():
-        keys = sorted({k for r in records for k in r} - {"step", "epoch"})
-        if not keys:
-            continue
-        cols = min(3, len(keys))
-        rows = math.ceil(len(keys) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
-        for ax, key in zip(axes.flat, keys):
-            pts = [(r["step"], r[key]) for r in records if key in r]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None)
-            ax.set_title(key, fontsize=9)
-            ax.set_xlabel("step")
-        for ax in list(axes.flat)[len(keys) :]:
-            ax.axis("off")
-        fig.suptitle(f"training: {name}")
-        save(fig, f"train_{name}.png")
-    return written
+        yield _training_figure(plt, name, records), f"train_{name}.png"
+
+
+def _pass_at_k_figure(plt, data: dict, bench: str, methods: list[str]):
+    """Grouped bars: each method's pass@1 and every other pass@k it has, k ascending."""
+    results = [data["methods"][m][bench] for m in methods]
+    ks = ["pass_at_1"] + sorted(
+        {k for r in results for k in _numeric(r.get("pass_at_k"))} - {"pass_at_1"},
+        key=lambda k: int(k.rsplit("_", 1)[-1]) if k.rsplit("_", 1)[-1].isdigit() else 0,
+    )
+    series = {
+        k: [r["pass_at_1"] if k == "pass_at_1" else _numeric(r.get("pass_at_k")).get(k, 0.0) for r in results]
+        for k in ks
+    }
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
+    _bar_groups(ax, methods, series, "pass rate")
+    ax.set_title(f"pass@k on {bench}")
+    return fig
+
+
+def _failures_figure(plt, data: dict, bench: str, methods: list[str]):
+    """Stacked bars of each method's share of programs by failure verdict; None when no method has a failure."""
+    fails = [_failures(data["methods"][m][bench]) for m in methods]
+    verdicts = sorted({v for f in fails for v in f})
+    if not verdicts:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(methods)), 4))
+    bottom = [0.0] * len(methods)
+    for v in verdicts:
+        vals = [f.get(v, 0.0) for f in fails]
+        ax.bar(methods, vals, bottom=bottom, label=v)
+        bottom = [b + x for b, x in zip(bottom, vals)]
+    ax.set_title(f"failure breakdown on {bench}")
+    ax.tick_params(axis="x", rotation=20)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _efficiency_figure(plt, data: dict, bench: str, methods: list[str]):
+    """One panel per efficiency figure, a bar per method; None when no method has one."""
+    effs = [_efficiency(data, m, bench) for m in methods]
+    names = sorted({k for e in effs for k in e})
+    if not names:
+        return None
+    fig, axes = plt.subplots(1, len(names), figsize=(3.5 * len(names), 3.5), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        ax.bar(methods, [e.get(name, 0.0) for e in effs])
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(axis="x", rotation=45, labelsize=7)
+    fig.suptitle(f"efficiency on {bench}")
+    return fig
+
+
+def _training_figure(plt, name: str, records: list[dict]):
+    """One panel per logged value against the step, three a row; None when the log has only steps."""
+    keys = sorted({k for r in records for k in r} - {"step", "epoch"})
+    if not keys:
+        return None
+    cols = min(3, len(keys))
+    rows = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        pts = [(r["step"], r[key]) for r in records if key in r]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="." if len(pts) < 50 else None)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("step")
+    for ax in list(axes.flat)[len(keys) :]:
+        ax.axis("off")
+    fig.suptitle(f"training: {name}")
+    return fig
 
 
 # ------------------------------------------------------------------------------------------------------ markdown
