@@ -403,47 +403,11 @@ def _generate(
                 f"composite/{split}: only {made}/{n} distinct problems after {attempts} attempts; "
                 "widen data.composite.steps or lower the split size"
             )
-        tags: list[str] = []
         if split not in HELDOUT_SPLITS:
-            lo, hi = (
-                (cfg.train_max_steps + 1, cfg.test_max_steps)
-                if made < n_rl_longer
-                else (cfg.min_steps, cfg.train_max_steps)
-            )
-            chain = sample_chain(rng, steps, _lengths(rng, lo, hi), cfg.start_types, cfg.str_start_prob, banned=held)
-            if chain is not None and chain.step_names() in avoid_sequences:
-                continue
-        elif made < n_longer:
-            chain = sample_chain(
-                rng,
-                steps,
-                _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps),
-                cfg.start_types,
-                cfg.str_start_prob,
-            )
-            tags.append("ood:length")
-        elif made < n_longer + n_unseen:
-            chain = sample_chain(
-                rng,
-                steps,
-                rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
-                cfg.start_types,
-                cfg.str_start_prob,
-                banned=held,
-            )
-            if chain is None or chain.step_names() in seen_sequences or not set(chain.pairs()) <= seen_pairs:
-                continue
-            tags.append("ood:chain")
+            chain, tags = _training_chain(rng, steps, cfg, held, made < n_rl_longer, avoid_sequences), []
         else:
-            chain = sample_chain(
-                rng,
-                steps,
-                rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps)),
-                cfg.start_types,
-                cfg.str_start_prob,
-            )
-            if chain is not None and not any(p in held for p in chain.pairs()):
-                continue
+            kind = "length" if made < n_longer else "chain" if made < n_longer + n_unseen else "pair"
+            chain, tags = _heldout_chain(rng, steps, cfg, held, kind, seen_sequences, seen_pairs)
         if chain is None or chain.signature() in seen:
             continue
         if split in HELDOUT_SPLITS and any(p in held for p in chain.pairs()):
@@ -454,6 +418,48 @@ def _generate(
         seen.add(chain.signature())
         made += 1
         yield chain, prob
+
+
+def _training_chain(
+    rng: random.Random,
+    steps: list[Step],
+    cfg: CompositeParams,
+    held: set[tuple[str, str]],
+    longer: bool,
+    avoid_sequences: set[tuple[str, ...]],
+) -> Chain | None:
+    """A chain of a training split (no held-out pair; ``longer``: longer than any SFT chain, for the rl split), or
+    None when the draw failed or gave a step sequence to avoid."""
+    lo, hi = (cfg.train_max_steps + 1, cfg.test_max_steps) if longer else (cfg.min_steps, cfg.train_max_steps)
+    chain = sample_chain(rng, steps, _lengths(rng, lo, hi), cfg.start_types, cfg.str_start_prob, banned=held)
+    return None if chain is not None and chain.step_names() in avoid_sequences else chain
+
+
+def _heldout_chain(
+    rng: random.Random,
+    steps: list[Step],
+    cfg: CompositeParams,
+    held: set[tuple[str, str]],
+    kind: str,
+    seen_sequences: set[tuple[str, ...]],
+    seen_pairs: set[tuple[str, str]],
+) -> tuple[Chain | None, list[str]]:
+    """A chain of a held-out split that is out of distribution by ``kind`` and its ood tags, or (None, tags) when the
+    draw failed or is not of that kind. ``length``: longer than any training chain; ``chain``: an unseen sequence of
+    seen pairs, no held-out pair; ``pair``: at least one held-out pair (tagged by the caller)."""
+    if kind == "length":
+        lengths = _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps)
+        return sample_chain(rng, steps, lengths, cfg.start_types, cfg.str_start_prob), ["ood:length"]
+    length = rng.randint(max(2, cfg.min_steps), max(2, cfg.train_max_steps))
+    if kind == "chain":
+        chain = sample_chain(rng, steps, length, cfg.start_types, cfg.str_start_prob, banned=held)
+        if chain is None or chain.step_names() in seen_sequences or not set(chain.pairs()) <= seen_pairs:
+            return None, []
+        return chain, ["ood:chain"]
+    chain = sample_chain(rng, steps, length, cfg.start_types, cfg.str_start_prob)
+    if chain is not None and not any(p in held for p in chain.pairs()):
+        return None, []
+    return chain, []
 
 
 def generate_composite(
