@@ -263,9 +263,19 @@ class Sandbox:
             raise IndexError(f"{problem.task_id}: test positions {bad} out of range (problem has {n} tests)")
         time_s = problem.time_limit_s or self.params.time_limit_s
         memory_mb = problem.memory_limit_mb or self.params.memory_limit_mb
+        request = self._request(prep, program, idx, stop, time_s, memory_mb)
+        grader = _Grader(self._derived_of(prep), idx, self.params, reveal_expected, memory_mb, stop, time_s)
+        # Early stop on wrong answers is only sound where each test is judged on its own (not replayed check()s).
+        ex = self._execute(request, grader.fails_alone if stop else None)
+        return grader.grade(ex, self._judge)
+
+    def _request(
+        self, prep: PreparedProblem, program: str, idx: list[int], stop: bool, time_s: float, memory_mb: int
+    ) -> dict:
+        """The worker's request for one sample: the program, the chosen tests' inputs and the jail's limits."""
         sample_s = min(self.params.sample_time_limit_s, time_s * max(1, len(idx)) + 1.0)
         sample_s = max(sample_s, time_s + 1.0)
-        request = {
+        return {
             "mode": prep.mode,
             "program": program,
             "entry": prep.entry,
@@ -284,14 +294,18 @@ class Sandbox:
                 "strict_types": self.params.strict_return_types,
             },
         }
+
+    def _derived_of(self, prep: PreparedProblem) -> _Derived:
+        """What grading derives from ``prep`` (``_Derived``), made once for as long as ``prep`` lives (keyed by id)."""
         derived = self._derived.get(id(prep))
         if derived is None or derived.prep is not prep:
             if len(self._derived) > 100_000:
                 self._derived.clear()
             derived = self._derived[id(prep)] = _Derived(prep)
-        grader = _Grader(derived, idx, self.params, reveal_expected, memory_mb, stop, time_s)
-        # Early stop on wrong answers is only sound where each test is judged on its own (not replayed check()s).
-        on_record = grader.fails_alone if stop else None
+        return derived
+
+    def _execute(self, request: dict, on_record):
+        """Run ``request`` on a pooled worker, once more on a fresh jail if the worker was lost mid-sample."""
         worker = self._workers.get()
         try:
             for _attempt in range(2):
@@ -303,7 +317,7 @@ class Sandbox:
                     break
         finally:
             self._workers.put(worker)
-        return grader.grade(ex, self._judge)
+        return ex
 
     def run_batch(self, items: Sequence[tuple[Problem, str]], **kwargs) -> list[SampleResult]:
         """``run`` every (problem, program) over the pool; results in input order."""
