@@ -1,7 +1,7 @@
 """CPU decoding: plain ``model.generate`` vs corecode's ``LeanDecoder`` (``generation.fast_path: lean``, the CPU
 default), side by side in one process, on a trained checkpoint and real prompts.
 
-Both paths sample the same distribution (``hf._pick_tokens``) from the same model; the lean one skips ``generate``'s
+Both paths sample the same distribution (``hf.pick_tokens``) from the same model; the lean one skips ``generate``'s
 per-token Python machinery and drops finished rows. Each measurement alternates the two paths ``--repeats`` times
 after one warm-up call each and keeps the best time of each; the ratio is generate / lean (above 1: lean is faster).
 ``--ignore-eos`` makes every row run to ``--new-tokens`` (no finished rows to drop: the pure per-token cost).

@@ -88,7 +88,7 @@ def _ms(fn, repeats: int = 1) -> float:
 
 def graphed_phases(model, ids, mask, new: int, top_p: float) -> dict[str, float]:
     """Milliseconds of each part of a graphed run, measured apart (a second decoder's buffers, as ``run`` makes)."""
-    from corecode.generation.hf import _pick_tokens
+    from corecode.generation.hf import pick_tokens
 
     dec = LeanDecoder(model, graphs=True)
     dec.prefill(ids, mask, new)  # warm
@@ -105,7 +105,7 @@ def graphed_phases(model, ids, mask, new: int, top_p: float) -> dict[str, float]
     is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
     is_eos[list(QWEN_EOS)] = True
     step_logits = graph(tok, positions, slot)
-    out["sample"] = _ms(lambda: _pick_tokens(step_logits, 1.0, top_p, is_eos, True, None, eager=True), repeats=20)
+    out["sample"] = _ms(lambda: pick_tokens(step_logits, 1.0, top_p, is_eos, True, None, eager=True), repeats=20)
     finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     out["finished_check"] = _ms(lambda: bool(finished.all()), repeats=20)
     return {k: round(v, 3) for k, v in out.items()}

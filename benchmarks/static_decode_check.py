@@ -8,7 +8,7 @@ head) cut to ``--layers`` layers, random bf16 weights built on the GPU; no token
     python benchmarks/static_decode_check.py                # about a minute on an H100 (two compiles)
     python benchmarks/static_decode_check.py --layers 28    # the whole 1.5B shape
 
-Two checks: (1) the sampling function of the compiled step (``hf._pick_tokens``), compiled by Inductor on [rows,
+Two checks: (1) the sampling function of the compiled step (``hf.pick_tokens``), compiled by Inductor on [rows,
 vocab] logits and drawing its uniforms from the eager generator (``fallback_random``), picks inside the eager nucleus
 and (but for near-ties) the eager tokens; (2) the compiled decoder runs ``--new-tokens`` steps twice (compile, then
 timed) and produces in-vocabulary tokens. Prints a JSON line (device, torch, decode tokens/s of the second run, the
@@ -27,14 +27,14 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from corecode.generation.hf import _pick_tokens, _round_up, _StaticDecoder, _top_p_filter  # noqa: E402
+from corecode.generation.hf import _round_up, _StaticDecoder, _top_p_filter, pick_tokens  # noqa: E402
 from corecode.models.testing import QWEN25_CODER_SHAPES  # noqa: E402
 
 QWEN_EOS = {151643, 151645}  # <|endoftext|>, <|im_end|>
 
 
 def check_picker(rows: int, vocab: int, temperature: float, top_p: float) -> dict:
-    """Compiled vs eager ``_pick_tokens`` on the same logits and uniforms, three seeds, sharp and flat rows: picks
+    """Compiled vs eager ``pick_tokens`` on the same logits and uniforms, three seeds, sharp and flat rows: picks
     outside the eager nucleus (must be 0) and picks that differ from the eager ones (Inductor computes the Gumbel
     noise's logs with its own kernels, so a near-tie may fall the other way; a different rule or stream would change
     most picks of the flat rows)."""
@@ -46,10 +46,10 @@ def check_picker(rows: int, vocab: int, temperature: float, top_p: float) -> dic
     nucleus = ~_top_p_filter(logits / temperature, top_p).isinf()
     outside = differ = 0
     with torch._inductor.config.patch(fallback_random=True):
-        compiled = torch.compile(_pick_tokens)
+        compiled = torch.compile(pick_tokens)
         for seed in range(3):
             torch.manual_seed(seed)
-            eager = _pick_tokens(logits, temperature, top_p, is_eos, False)
+            eager = pick_tokens(logits, temperature, top_p, is_eos, False)
             torch.manual_seed(seed)
             picked = compiled(logits, temperature, top_p, is_eos, False)
             outside += int((~nucleus.gather(1, picked[:, None])).sum())

@@ -176,14 +176,14 @@ def run_stage(
 def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) -> None:
     from corecode.tracking.runs import record_skipped_stage
 
-    tp = _tracking(root)
+    tp = tracking_params(root)
     record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean", root)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow
 
 
-def _tracking(root: Path):
+def tracking_params(root: Path):
     """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute."""
     from corecode.tracking.config import TrackingParams
     from corecode.tracking.runs import tracking_uri
@@ -209,7 +209,7 @@ def _parent_run(root: Path, enabled: bool):
         return
     from corecode.tracking.runs import end_parent_run, start_parent_run
 
-    tp = _tracking(root)
+    tp = tracking_params(root)
     if not tp.enabled:
         yield None, None
         return
@@ -227,7 +227,7 @@ def _parent_run(root: Path, enabled: bool):
         end_parent_run(tp, run_id, status, cwd=root)
 
 
-def _publish(root: Path, results: list[dict], report: str, metrics: str) -> None:
+def publish_artifacts(root: Path, results: list[dict], report: str, metrics: str) -> None:
     """Stage results, metrics table and report as Prefect artifacts (visible in the UI)."""
     create_table_artifact(results, key="corecode-stages", description="What each DVC stage did in this flow run")
     mpath = root / metrics
@@ -284,5 +284,5 @@ def pipeline(
         rows = results + [
             {"stage": s, "status": "failed" if i == 0 else "not run", "seconds": 0.0} for i, s in enumerate(rest)
         ]
-        _publish(root, rows, report, metrics)
+        publish_artifacts(root, rows, report, metrics)
     return results

@@ -30,7 +30,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
-from flows.pipeline import GPU_STAGES, _publish, _tracking, stage_order
+from flows.pipeline import GPU_STAGES, publish_artifacts, stage_order, tracking_params
 
 STAGE_FLOW = "corecode-stage"
 
@@ -209,7 +209,7 @@ def _start_parent_run(root: Path, commit: str, run_key: str) -> tuple[Any, str |
     MLflow parent run, None when tracking is off."""
     from corecode.tracking.runs import start_parent_run
 
-    tp = _tracking(root)
+    tp = tracking_params(root)
     tp = tp.model_copy(update={"uri": os.environ.get("MLFLOW_TRACKING_URI") or tp.uri})
     if not tp.enabled:
         return tp, None
@@ -248,4 +248,4 @@ def _publish_results(root: Path, lock: dict[str, Any], rows: list[dict[str, Any]
             if o["path"] in REPORT_FILES
         ]
         pull_inputs(root, wanted)
-    _publish(root, rows, "data/reports/report.md", "data/reports/metrics.json")
+    publish_artifacts(root, rows, "data/reports/report.md", "data/reports/metrics.json")

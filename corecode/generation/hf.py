@@ -123,7 +123,7 @@ def _top_p_filter_topk(logits: torch.Tensor, top_p: float, k: int = _NUCLEUS_K) 
     return kept
 
 
-def _pick_tokens(
+def pick_tokens(
     logits: torch.Tensor,
     temperature: float,
     top_p: float,
@@ -232,7 +232,7 @@ class _StaticDecoder:
             use_cache=True,
             **{self.cache_kw: cache},
         )
-        nxt = _pick_tokens(out.logits[:, -1], temperature, top_p, self.is_eos, block_eos)
+        nxt = pick_tokens(out.logits[:, -1], temperature, top_p, self.is_eos, block_eos)
         nxt = torch.where(done, pad_id, nxt)
         return nxt[:, None], done | self.is_eos[nxt]
 
@@ -269,7 +269,7 @@ class _StaticDecoder:
         if self.is_eos is None or self.is_eos.shape[0] != logits.shape[-1] or self.is_eos.device != dev:
             self.is_eos = torch.zeros(logits.shape[-1], dtype=torch.bool, device=dev)
             self.is_eos[[i for i in eos_ids if i < logits.shape[-1]]] = True
-        tok = _pick_tokens(logits, temperature, top_p, self.is_eos, block_eos)
+        tok = pick_tokens(logits, temperature, top_p, self.is_eos, block_eos)
         done = self.is_eos[tok]
         done[real_rows:] = True  # bucket padding rows never hold the loop open
         out = torch.full((rows, max_new), pad_id, dtype=torch.long, device=dev)

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
-from corecode.generation.hf import _pick_tokens
+from corecode.generation.hf import pick_tokens
 from corecode.models.factory import decoder_parts
 
 # Compact the batch (drop finished rows from the KV buffers) once this fraction of its rows is finished: copying the
@@ -178,7 +178,7 @@ class LeanDecoder:
         stop_check: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
         row_seeds: Sequence[int] | None = None,
     ) -> torch.Tensor:
-        """Generated ids [rows, <= max_new], ``pad_id`` after a row's EOS. Sampling is ``hf._pick_tokens`` (the
+        """Generated ids [rows, <= max_new], ``pad_id`` after a row's EOS. Sampling is ``hf.pick_tokens`` (the
         distribution ``generate`` samples) with the torch global RNG, or with ``row_seeds``: one random stream per
         row (common random numbers). A row's sample then depends only on its seed, prompt and model, not on the
         batch it shares or on when other rows finish; two models sampled with the same seeds draw the same noise,
@@ -210,7 +210,7 @@ class LeanDecoder:
             live = torch.arange(rows, device=dev)  # original row of each buffer row
             fixed = self.graphs if self.graphs is not None else dev.type == "cuda"
             graphed = _GraphedStep(self, keys, values, keep) if fixed else None
-            tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
+            tok = pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
             out[:, 0] = tok
             finished = is_eos[tok]  # per original row
             n = 1
@@ -231,7 +231,7 @@ class LeanDecoder:
                 else:
                     logits = graphed(tok, positions, slot)
                 positions = positions + 1
-                tok = _pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
+                tok = pick_tokens(logits, temperature, top_p, is_eos, block_eos, uniforms(live), eager=True)
                 tok = torch.where(finished[live], pad_id, tok)
                 out[live, i] = tok
                 finished[live] |= is_eos[tok]

@@ -29,6 +29,11 @@ def lora_config(params: LoraParams) -> LoraConfig:
     )
 
 
+def trainer_peft_config(params: LoraParams) -> LoraConfig | None:
+    """A trainer's ``peft_config``: the LoRA adapter's config, or None (full fine-tuning) when LoRA is off."""
+    return lora_config(params) if params.enabled else None
+
+
 def load_role_model(
     base_path: str | Path,
     adapter_path: str | Path | None = None,

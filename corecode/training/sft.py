@@ -200,15 +200,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
     )
 
 
-def _peft_config(cfg: ResolvedSFT):
-    if not cfg.lora.enabled:
-        return None
-    from corecode.models.lora import lora_config
-
-    return lora_config(cfg.lora)
-
-
-def _merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Trainer log entries merged into one record per step (train loss and eval loss of a step side by side)."""
     by_step: dict[int, dict[str, Any]] = {}
     for entry in log_history:
@@ -261,6 +253,7 @@ def build_sft_trainer(
     from transformers import set_seed
 
     from corecode.models.factory import check_source, load_model, load_tokenizer
+    from corecode.models.lora import trainer_peft_config
     from corecode.models.memory import check_fits_gpu, role_bytes
 
     base, key = str(base_checkpoint), "sft.base_checkpoint"
@@ -297,7 +290,7 @@ def build_sft_trainer(
         train_dataset=train_ds,
         eval_dataset=val_ds,
         processing_class=tokenizer,
-        peft_config=_peft_config(cfg),
+        peft_config=trainer_peft_config(cfg.lora),
     )
 
 
@@ -338,7 +331,7 @@ def train_sft(
 
     final = save_final_model(trainer.model, tokenizer, cfg, output_dir, work_dir)
 
-    history = _merge_history(trainer.state.log_history)
+    history = merge_history(trainer.state.log_history)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(json.dumps(history, indent=1) + "\n")
     summary = {

@@ -207,10 +207,10 @@ def train_grpo_single(
 
     from corecode.generation.lean_decode import lean_decode_wanted
     from corecode.generation.render import use_chat
+    from corecode.models.lora import trainer_peft_config
     from corecode.sandbox import Sandbox
     from corecode.training.ptx import read_ptx_rows
     from corecode.training.rewards import SandboxCodeReward
-    from corecode.training.sft import _peft_config
 
     cfg: SingleGRPOParams = params.grpo.single
     seed = params.seed if cfg.seed is None else cfg.seed
@@ -246,7 +246,7 @@ def train_grpo_single(
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            peft_config=_peft_config(cfg),
+            peft_config=trainer_peft_config(cfg.lora),
             ptx_rows=ptx_rows,
             ptx_coef=cfg.ptx_coef,
             ptx_batch_size=cfg.ptx_batch_size,
@@ -274,10 +274,10 @@ def _stop_at_evaluation_ids(model, tokenizer) -> set[int]:
 
 
 def _write_result(trainer, output_dir: Path, log_path: Path, wall: float) -> SingleGRPOResult:
-    """Write the trainer's per-step log (one record a step, train and eval rows merged) to ``log_path`` and sum the run up."""
-    from corecode.training.sft import _merge_history
+    """Write the trainer's log (one record a step, train and eval rows merged) to ``log_path``; sum the run up."""
+    from corecode.training.sft import merge_history
 
-    history = _merge_history(trainer.state.log_history)
+    history = merge_history(trainer.state.log_history)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(json.dumps(history, indent=1) + "\n")
     rewards = [h["reward"] for h in history if "reward" in h]

@@ -8,7 +8,7 @@ from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from corecode.generation.hf import _pick_tokens, _StaticDecoder, _top_p_filter_op
+from corecode.generation.hf import _StaticDecoder, _top_p_filter_op, pick_tokens
 from corecode.models.testing import QWEN25_CODER_SHAPES
 
 VOCAB = QWEN25_CODER_SHAPES["1.5b"]["vocab_size"]
@@ -84,9 +84,9 @@ def test_graph_and_eager_pickers_keep_the_same_nucleus_at_qwen_vocabulary():
         assert kept.min() <= 64 < kept.max()  # both of the eager picker's branches are taken
         for seed in range(3):
             torch.manual_seed(seed)
-            graph_picker = _pick_tokens(logits, temperature, top_p, is_eos, False)
+            graph_picker = pick_tokens(logits, temperature, top_p, is_eos, False)
             torch.manual_seed(seed)
-            assert torch.equal(graph_picker, _pick_tokens(logits, temperature, top_p, is_eos, False, eager=True))
+            assert torch.equal(graph_picker, pick_tokens(logits, temperature, top_p, is_eos, False, eager=True))
 
 
 @pytest.mark.slow
