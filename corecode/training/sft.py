@@ -200,7 +200,7 @@ def build_sft_config(cfg: ResolvedSFT, work_dir: Path, has_eval: bool, report_to
     )
 
 
-def merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Trainer log entries merged into one record per step (train loss and eval loss of a step side by side)."""
     by_step: dict[int, dict[str, Any]] = {}
     for entry in log_history:
@@ -211,6 +211,14 @@ def merge_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             rec[k] = float(v)
     return [by_step[s] for s in sorted(by_step)]
+
+
+def write_history(log_history: list[dict[str, Any]], log_path: Path) -> list[dict[str, Any]]:
+    """Write a trainer's log, one record a step (``_merge_history``), to ``log_path`` as JSON; return the records."""
+    history = _merge_history(log_history)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    return history
 
 
 def sft_trainer_class(fused_lm_head: bool | None):
@@ -331,9 +339,7 @@ def train_sft(
 
     final = save_final_model(trainer.model, tokenizer, cfg, output_dir, work_dir)
 
-    history = merge_history(trainer.state.log_history)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    history = write_history(trainer.state.log_history, log_path)
     summary = {
         "role": role,
         "train_rows": n_train,

@@ -16,7 +16,6 @@ TRL's. Knobs: ``grpo.single`` (SingleGRPOParams).
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,11 +274,9 @@ def _stop_at_evaluation_ids(model, tokenizer) -> set[int]:
 
 def _write_result(trainer, output_dir: Path, log_path: Path, wall: float) -> SingleGRPOResult:
     """Write the trainer's log (one record a step, train and eval rows merged) to ``log_path``; sum the run up."""
-    from corecode.training.sft import merge_history
+    from corecode.training.sft import write_history
 
-    history = merge_history(trainer.state.log_history)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    history = write_history(trainer.state.log_history, log_path)
     rewards = [h["reward"] for h in history if "reward" in h]
     return SingleGRPOResult(
         output_dir=output_dir,
