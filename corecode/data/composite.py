@@ -444,9 +444,9 @@ def _heldout_chain(
     seen_sequences: set[tuple[str, ...]],
     seen_pairs: set[tuple[str, str]],
 ) -> tuple[Chain | None, list[str]]:
-    """A chain of a held-out split that is out of distribution by ``kind`` and its ood tags, or (None, tags) when the
-    draw failed or is not of that kind. ``length``: longer than any training chain; ``chain``: an unseen sequence of
-    seen pairs, no held-out pair; ``pair``: at least one held-out pair (tagged by the caller)."""
+    """A chain of a held-out split that is out of distribution by ``kind``, and its ood tags; the chain is None when
+    the draw failed or is not of that kind. ``length``: longer than any training chain; ``chain``: an unseen sequence
+    of seen pairs, no held-out pair; ``pair``: at least one held-out pair (tagged by the caller)."""
     if kind == "length":
         lengths = _lengths(rng, cfg.train_max_steps + 1, cfg.test_max_steps)
         return sample_chain(rng, steps, lengths, cfg.start_types, cfg.str_start_prob), ["ood:length"]
