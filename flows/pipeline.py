@@ -176,14 +176,14 @@ def run_stage(
 def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) -> None:
     from corecode.tracking.runs import record_skipped_stage
 
-    tp = tracking_params(root)
+    tp = _tracking_params(root)
     record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean", root)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow
 
 
-def tracking_params(root: Path):
+def _tracking_params(root: Path):
     """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute."""
     from corecode.tracking.config import TrackingParams
     from corecode.tracking.runs import tracking_uri
@@ -202,21 +202,28 @@ def tracking_params(root: Path):
 
 
 @contextlib.contextmanager
-def _parent_run(root: Path, enabled: bool):
-    """One MLflow parent run for this flow run, closed FINISHED or FAILED with it; yields (run id, tracking URI)."""
+def parent_run(root: Path, enabled: bool, tags: dict[str, str] | None = None, uri: str | None = None):
+    """One MLflow parent run for this flow run, closed FINISHED or FAILED with it; yields (run id, tracking URI).
+
+    ``tags`` are added to the run's ``corecode.orchestrator`` tag; ``uri`` replaces the checkout's tracking URI (a
+    worker's ``MLFLOW_TRACKING_URI``). Nothing is opened, and (None, None) yielded, when ``enabled`` is false or the
+    checkout's ``tracking.enabled`` is.
+    """
     if not enabled:
         yield None, None
         return
     from corecode.tracking.runs import end_parent_run, start_parent_run
 
-    tp = tracking_params(root)
+    tp = _tracking_params(root)
+    if uri:
+        tp = tp.model_copy(update={"uri": uri})
     if not tp.enabled:
         yield None, None
         return
     cwd = os.getcwd()
     os.chdir(root)  # the experiment's default artifact root is relative to the cwd (contextlib.chdir is 3.11+)
     try:
-        run_id = start_parent_run(tp, tags={"corecode.orchestrator": "prefect"})
+        run_id = start_parent_run(tp, tags={"corecode.orchestrator": "prefect", **(tags or {})})
     finally:
         os.chdir(cwd)
     status = "FAILED"
@@ -273,7 +280,7 @@ def pipeline(
     delays = exponential_backoff(backoff_factor=retry_backoff_s)(retries) if retry_backoff_s > 0 and retries else 0
     results: list[dict[str, Any]] = []
     try:
-        with _parent_run(root, track) as (parent, uri):
+        with parent_run(root, track) as (parent, uri):
             for stage in order:
                 tags = ["gpu"] if stage.split("@", 1)[0] in GPU_STAGES else ["cpu"]
                 runner = run_stage.with_options(retries=retries, retry_delay_seconds=delays, tags=tags)

@@ -30,7 +30,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
-from flows.pipeline import GPU_STAGES, publish_artifacts, stage_order, tracking_params
+from flows.pipeline import GPU_STAGES, parent_run, publish_artifacts, stage_order
 
 STAGE_FLOW = "corecode-stage"
 
@@ -164,57 +164,47 @@ def pipeline_remote(
     order = stage_order(root, stages, upstream)
     logger.info("commit %s, run %s: %s", commit[:12], run_key, " -> ".join(order))
 
-    tp, parent = _start_parent_run(root, commit, run_key) if track else (None, None)
     lock: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    status = "FAILED"
+    tags = {"corecode.git_commit": commit, "corecode.run_key": run_key}
     try:
-        for stage in order:
-            gpu = stage.split("@", 1)[0] in GPU_STAGES
-            params = dict(
-                stage=stage,
-                git_url=git_url,
-                commit=commit,
-                run_key=run_key,
-                lock=dict(lock),
-                parent_run_id=parent,
-                retries=retries,
-                retry_backoff_s=retry_backoff_s,
-            )
-            if gpu:
-                result = _submit(gpu_deployment, params, lost_worker_retries, logger)
-            else:
-                result = stage_flow.fn(**params)  # this worker's checkout, as a task of this flow run
-            lock[stage] = result["lock"]
-            rows.append(_stage_row(stage, gpu, result))
-        status = "FINISHED"
+        with parent_run(root, track, tags, os.environ.get("MLFLOW_TRACKING_URI")) as (parent, _):
+            try:
+                for stage in order:
+                    gpu = stage.split("@", 1)[0] in GPU_STAGES
+                    params = dict(
+                        stage=stage,
+                        git_url=git_url,
+                        commit=commit,
+                        run_key=run_key,
+                        lock=dict(lock),
+                        parent_run_id=parent,
+                        retries=retries,
+                        retry_backoff_s=retry_backoff_s,
+                    )
+                    if gpu:
+                        result = _submit(gpu_deployment, params, lost_worker_retries, logger)
+                    else:
+                        result = stage_flow.fn(**params)  # this worker's checkout, as a task of this flow run
+                    lock[stage] = result["lock"]
+                    rows.append(_stage_row(stage, gpu, result))
+            finally:  # a failed run still records its lock so far, before its parent run is closed FAILED
+                branch = _record_lock(root, lock, run_key, commit, run_branch, logger)
     finally:
-        lock_text = yaml.safe_dump({"schema": "2.0", "stages": lock}, sort_keys=False)
-        create_markdown_artifact(
-            f"```yaml\n{lock_text}```",
-            key="corecode-dvc-lock",
-            description=f"dvc.lock of run {run_key} at {commit[:12]}",
-        )
-        branch = _commit_run_branch(root, lock_text, run_key, logger) if run_branch and lock else None
-        if parent:
-            from corecode.tracking.runs import end_parent_run
-
-            end_parent_run(tp, parent, status, cwd=root)
         _publish_results(root, lock, rows)
     return {"commit": commit, "run_key": run_key, "lock": lock, "stages": rows, "branch": branch}
 
 
-def _start_parent_run(root: Path, commit: str, run_key: str) -> tuple[Any, str | None]:
-    """The checkout's tracking params (at ``MLFLOW_TRACKING_URI`` where the worker sets it) and the id of the run's
-    MLflow parent run, None when tracking is off."""
-    from corecode.tracking.runs import start_parent_run
-
-    tp = tracking_params(root)
-    tp = tp.model_copy(update={"uri": os.environ.get("MLFLOW_TRACKING_URI") or tp.uri})
-    if not tp.enabled:
-        return tp, None
-    tags = {"corecode.orchestrator": "prefect", "corecode.git_commit": commit, "corecode.run_key": run_key}
-    return tp, start_parent_run(tp, tags=tags)
+def _record_lock(root: Path, lock: dict[str, Any], run_key: str, commit: str, run_branch: bool, logger) -> str | None:
+    """The run's ``dvc.lock`` as the Prefect artifact ``corecode-dvc-lock`` and, with ``run_branch``, committed to the
+    run branch; returns the branch's name (None if not committed)."""
+    lock_text = yaml.safe_dump({"schema": "2.0", "stages": lock}, sort_keys=False)
+    create_markdown_artifact(
+        f"```yaml\n{lock_text}```",
+        key="corecode-dvc-lock",
+        description=f"dvc.lock of run {run_key} at {commit[:12]}",
+    )
+    return _commit_run_branch(root, lock_text, run_key, logger) if run_branch and lock else None
 
 
 def _stage_row(stage: str, gpu: bool, result: dict[str, Any]) -> dict[str, Any]:

@@ -125,6 +125,8 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
     (exp,) = [e for e in client.search_experiments() if e.name == "corecode"]
     (parent,) = client.search_runs([exp.experiment_id], "tags.`corecode.kind` = 'pipeline'")
     assert parent.info.status == "FINISHED"
+    tags = parent.data.tags  # the parent names the commit and run it tracks
+    assert (tags["corecode.git_commit"], tags["corecode.run_key"]) == (result["commit"], result["run_key"]), tags
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
     finished = {r.data.tags.get("corecode.stage"): r for r in children if r.info.status == "FINISHED"}
     wanted = {s.replace("@", "_") for s in order if s.startswith(("sft@", "evaluate@"))} | {"report", "promote"}
