@@ -176,15 +176,17 @@ def run_stage(
 def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) -> None:
     from corecode.tracking.runs import record_skipped_stage
 
-    tp = _tracking_params(root)
-    record_skipped_stage(tp.model_copy(update={"uri": uri or tp.uri}), parent_run_id, stage, "dvc status clean", root)
+    record_skipped_stage(_tracking_params(root, uri), parent_run_id, stage, "dvc status clean", root)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow
 
 
-def _tracking_params(root: Path):
-    """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute."""
+def _tracking_params(root: Path, uri: str | None = None):
+    """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute.
+
+    ``uri``, where given, replaces the checkout's tracking URI (a worker's ``MLFLOW_TRACKING_URI``).
+    """
     from corecode.tracking.config import TrackingParams
     from corecode.tracking.runs import tracking_uri
 
@@ -195,10 +197,12 @@ def _tracking_params(root: Path):
         tp = TrackingParams.model_validate(raw.get("tracking") or {})
     except ValueError as e:
         raise ValueError(f"{params_file}: invalid 'tracking' section: {e}") from None
-    uri = tracking_uri(tp)
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        uri = f"sqlite:///{(root / uri[len('sqlite:///') :]).resolve()}"
-    return tp.model_copy(update={"uri": uri})
+    if uri:
+        return tp.model_copy(update={"uri": uri})
+    local = tracking_uri(tp)
+    if local.startswith("sqlite:///") and not local.startswith("sqlite:////"):
+        local = f"sqlite:///{(root / local[len('sqlite:///') :]).resolve()}"
+    return tp.model_copy(update={"uri": local})
 
 
 @contextlib.contextmanager
@@ -214,9 +218,7 @@ def parent_run(root: Path, enabled: bool, tags: dict[str, str] | None = None, ur
         return
     from corecode.tracking.runs import end_parent_run, start_parent_run
 
-    tp = _tracking_params(root)
-    if uri:
-        tp = tp.model_copy(update={"uri": uri})
+    tp = _tracking_params(root, uri)
     if not tp.enabled:
         yield None, None
         return
