@@ -1,6 +1,6 @@
 # corecode: the two commands of the README, plus helpers.
-#   make run   set up .venv and reproduce the embedded-default pipeline (dvc repro dvc.yaml; the optional
-#              baselines/dvc.yaml run only when params.yaml's `baselines` lists them)
+#   make run   set up .venv and reproduce the embedded-default pipeline (corecode repro: dvc repro with independent
+#              stages side by side; the optional baselines/dvc.yaml run only when params.yaml's `baselines` lists them)
 #   make test  set up .venv, check lint and formatting (ruff), and run the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -51,15 +51,19 @@ browser-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is not installed: the browser test is skipped (e.g. 'sudo apt-get install chromium')" >&2; fi; }
 
-# dvc repro runs one stage at a time, so each stage may use every core: on the idle 2-core VM two torch threads
-# train the embedded model 1.7x faster than one, and generate 1.4x faster (docs/benchmarks.md). Tests keep one
-# thread (pytest runs sandbox workers beside the model).
-RUN_THREADS ?= $(shell nproc 2>/dev/null || echo 1)
+# dvc repro runs one stage at a time; corecode repro runs the pipeline's independent stages side by side
+# (dvc repro --single-item each): the three SFT runs, the GRPO runs and the evaluations, RUN_JOBS at once with
+# RUN_THREADS torch threads each. On the idle 2-core VM two stages of one thread each finish sooner than one stage of
+# two threads, since a stage's second thread adds less than a second core does (docs/benchmarks.md). A stage's thread
+# count is fixed, so what it computes does not depend on how many run beside it. Tests keep one thread (pytest runs
+# sandbox workers beside the model).
+RUN_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+RUN_THREADS ?= 1
 
 # README's results block is rewritten from data/reports/metrics.json after the pipeline, outside DVC (no stage
 # depends on README.md).
 run: setup
-	OMP_NUM_THREADS=$(RUN_THREADS) $(BIN)/dvc repro dvc.yaml
+	$(BIN)/corecode repro --jobs $(RUN_JOBS) --threads $(RUN_THREADS)
 	$(BIN)/corecode report --readme README.md
 
 # ruff (configured in pyproject.toml): lint and formatting are part of the test suite.

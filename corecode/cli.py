@@ -31,6 +31,7 @@ COMMANDS = {
     "check-params": "corecode.pipeline.cli",
     "evaluate": "corecode.pipeline.cli",
     "metrics": "corecode.pipeline.cli",
+    "repro": "corecode.pipeline.cli",
     "sandbox-selftest": "corecode.sandbox.cli",
     "report": "corecode.tracking.cli",
     "promote": "corecode.tracking.cli",

@@ -7,13 +7,12 @@ ends in a ``Skipped`` state and the MLflow parent gets a ``<stage> (skipped)`` r
 (for a tag-based concurrency limit), one MLflow parent run for all stages (``CORECODE_PARENT_RUN_ID``), and the
 report (its plots inside it) and metrics as Prefect artifacts.
 
-Stages run one at a time in dependency order: DVC holds a repository lock during ``repro``, so two stages of one
-checkout cannot run at once anyway.
+Stages run one at a time in dependency order, each with the worker's cores to itself (``corecode repro --jobs``
+runs independent stages of one checkout side by side).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -22,18 +21,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
+
+from corecode.pipeline.dag import stage_order
+from corecode.tracking.runs import PARENT_ENV, parent_run
 
 # Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
 # across flow runs, and the GPU deployments (prefect.yaml) select them.
 GPU_STAGES = frozenset({"sft", "grpo", "grpo_ptx", "grpo_single", "magrpo"})
 # A stage command exiting with one of these is a usage/input error (typer's exit 2): retrying cannot fix it.
 PERMANENT_EXIT_CODES = (2,)
-PARENT_ENV = "CORECODE_PARENT_RUN_ID"
 
 
 class StageFailed(RuntimeError):
@@ -43,72 +43,6 @@ class StageFailed(RuntimeError):
         self.stage, self.returncode, self.output = stage, returncode, output
         self.permanent = any(f"exited with {c}" in output for c in PERMANENT_EXIT_CODES)
         super().__init__(f"stage {stage!r}: dvc repro exited with {returncode}\n{output[-4000:]}")
-
-
-# ------------------------------------------------------------------------------------------------ dvc.yaml graph
-
-
-def stage_graph(repo_dir: str | Path) -> dict[str, list[str]]:
-    """``{stage: [upstream stages]}`` of the DVC pipeline at ``repo_dir``, in dvc.yaml order.
-
-    Read through DVC's own index so that ``foreach``/``matrix`` stages (``evaluate@single_sft``), templating and
-    dvc.yaml files in subdirectories resolve exactly as ``dvc repro`` sees them. ``.dvc`` data files are not stages
-    to run and are left out.
-    """
-    from dvc.exceptions import DvcException
-    from dvc.repo import Repo
-
-    cwd = os.getcwd()
-    os.chdir(repo_dir)  # DVC names stages relative to the cwd ("dvc.yaml:train" from elsewhere, "train" here)
-    try:
-        with Repo(".") as repo:
-            index = repo.index
-            stages = [s for s in index.stages if s.cmd]
-            runnable = {s.addressing for s in stages}
-            return {
-                s.addressing: [u.addressing for u in index.graph.successors(s) if u.addressing in runnable]
-                for s in stages
-            }
-    except DvcException as e:
-        raise ValueError(f"{repo_dir}: cannot read the DVC pipeline: {e}") from e
-    finally:
-        os.chdir(cwd)
-
-
-def stage_order(repo_dir: str | Path, targets: list[str] | None = None, upstream: bool = True) -> list[str]:
-    """Stages in dependency order (ties keep dvc.yaml order); with ``targets``, those and (if ``upstream``) every
-    stage they depend on.
-
-    A target names a stage (``train``, ``evaluate@magrpo``) or a whole foreach group (``evaluate``).
-    """
-    graph = stage_graph(repo_dir)
-    groups: dict[str, list[str]] = {}
-    for name in graph:
-        groups.setdefault(name, []).append(name)
-        if "@" in name:
-            groups.setdefault(name.split("@", 1)[0], []).append(name)
-    unknown = sorted(set(targets or []) - set(groups))
-    if unknown:
-        raise ValueError(f"{repo_dir}: unknown stage(s) {unknown}; known: {list(graph)}")
-    targets = [s for t in targets or [] for s in groups[t]]
-    wanted = set(graph)
-    if targets:
-        wanted, todo = set(), list(targets)
-        while todo:
-            s = todo.pop()
-            if s not in wanted:
-                wanted.add(s)
-                todo.extend(graph[s] if upstream else [])
-    order, done = [], set()
-    while len(order) < len(wanted):
-        ready = [
-            s for s in graph if s in wanted and s not in done and all(u in done or u not in wanted for u in graph[s])
-        ]
-        if not ready:
-            raise ValueError(f"{repo_dir}: dependency cycle among {sorted(wanted - done)}")
-        order.append(ready[0])
-        done.add(ready[0])
-    return order
 
 
 # --------------------------------------------------------------------------------------------------------- tasks
@@ -174,66 +108,12 @@ def run_stage(
 
 
 def _record_skip(root: Path, stage: str, parent_run_id: str, uri: str | None) -> None:
-    from corecode.tracking.runs import record_skipped_stage
+    from corecode.tracking.runs import checkout_tracking, record_skipped_stage
 
-    record_skipped_stage(_tracking_params(root, uri), parent_run_id, stage, "dvc status clean", root)
+    record_skipped_stage(checkout_tracking(root, uri), parent_run_id, stage, "dvc status clean", root)
 
 
 # ---------------------------------------------------------------------------------------------------------- flow
-
-
-def _tracking_params(root: Path, uri: str | None = None):
-    """TrackingParams from the repo's params.yaml (defaults if absent), with a relative sqlite path made absolute.
-
-    ``uri``, where given, replaces the checkout's tracking URI (a worker's ``MLFLOW_TRACKING_URI``).
-    """
-    from corecode.tracking.config import TrackingParams
-    from corecode.tracking.runs import tracking_uri
-
-    # Only the `tracking` section: the flow also drives DVC projects whose params.yaml is not corecode's.
-    params_file = root / "params.yaml"
-    raw = (yaml.safe_load(params_file.read_text()) or {}) if params_file.is_file() else {}
-    try:
-        tp = TrackingParams.model_validate(raw.get("tracking") or {})
-    except ValueError as e:
-        raise ValueError(f"{params_file}: invalid 'tracking' section: {e}") from None
-    if uri:
-        return tp.model_copy(update={"uri": uri})
-    local = tracking_uri(tp)
-    if local.startswith("sqlite:///") and not local.startswith("sqlite:////"):
-        local = f"sqlite:///{(root / local[len('sqlite:///') :]).resolve()}"
-    return tp.model_copy(update={"uri": local})
-
-
-@contextlib.contextmanager
-def parent_run(root: Path, enabled: bool, tags: dict[str, str] | None = None, uri: str | None = None):
-    """One MLflow parent run for this flow run, closed FINISHED or FAILED with it; yields (run id, tracking URI).
-
-    ``tags`` are added to the run's ``corecode.orchestrator`` tag; ``uri`` replaces the checkout's tracking URI (a
-    worker's ``MLFLOW_TRACKING_URI``). Nothing is opened, and (None, None) yielded, when ``enabled`` is false or the
-    checkout's ``tracking.enabled`` is.
-    """
-    if not enabled:
-        yield None, None
-        return
-    from corecode.tracking.runs import end_parent_run, start_parent_run
-
-    tp = _tracking_params(root, uri)
-    if not tp.enabled:
-        yield None, None
-        return
-    cwd = os.getcwd()
-    os.chdir(root)  # the experiment's default artifact root is relative to the cwd (contextlib.chdir is 3.11+)
-    try:
-        run_id = start_parent_run(tp, tags={"corecode.orchestrator": "prefect", **(tags or {})})
-    finally:
-        os.chdir(cwd)
-    status = "FAILED"
-    try:
-        yield run_id, tp.uri
-        status = "FINISHED"
-    finally:
-        end_parent_run(tp, run_id, status, cwd=root)
 
 
 def publish_artifacts(root: Path, results: list[dict], report: str, metrics: str) -> None:

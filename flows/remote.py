@@ -30,7 +30,9 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
-from flows.pipeline import GPU_STAGES, parent_run, publish_artifacts, stage_order
+from corecode.pipeline.dag import stage_order
+from corecode.tracking.runs import parent_run
+from flows.pipeline import GPU_STAGES, publish_artifacts
 
 STAGE_FLOW = "corecode-stage"
 

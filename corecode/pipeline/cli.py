@@ -1,13 +1,15 @@
 """CLI for the pipeline glue stages: ``check-params`` (stage params), ``evaluate`` (one method) and ``metrics``
-(collect + compare)."""
+(collect + compare), and ``repro`` (the DVC pipeline, independent stages side by side)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import typer
 
-from corecode.cli_common import PARAMS_OPTION, SET_OPTION, load_cli_params, output_path
+from corecode.cli_common import PARAMS_OPTION, SET_OPTION, fail, load_cli_params, output_path
 
 
 def register(app: typer.Typer) -> None:
@@ -76,6 +78,32 @@ def register(app: typer.Typer) -> None:
         for c in m["comparisons"]:
             typer.echo(f"{c['a']} vs {c['b']} on {c['benchmark']}: delta={c['delta']:+.3f} p={c['p_value']:.4f}")
         typer.echo(f"wrote {out}")
+
+    @app.command("repro")
+    def repro(
+        targets: list[str] = typer.Argument(None, help="Stages (or foreach groups) to reproduce, with what they need."),
+        jobs: int = typer.Option(1, "--jobs", "-j", help="Stages that may run at once."),
+        threads: int = typer.Option(1, "--threads", help="Torch threads (OMP_NUM_THREADS) of every stage."),
+        repo: Path = typer.Option(Path("."), "--repo", help="The DVC project to reproduce."),
+    ) -> None:
+        """dvc repro, with up to JOBS independent stages at once (dvc repro --single-item each, THREADS threads)."""
+        from corecode.pipeline.repro import ReproFailed
+        from corecode.pipeline.repro import repro as run_pipeline
+
+        lock = threading.Lock()
+
+        def echo(line: str) -> None:
+            with lock:  # one stage's line at a time
+                typer.echo(line)
+
+        start = time.monotonic()
+        try:
+            seconds = run_pipeline(repo, targets or None, jobs, threads, echo)
+        except ReproFailed as e:
+            typer.echo("\n".join(f"{e.stage} | {line}" for line in e.tail), err=True)
+            fail(str(e), code=1)
+        ran = sum(seconds.values())
+        typer.echo(f"{len(seconds)} stages in {time.monotonic() - start:.0f} s ({ran:.0f} s of stage time)")
 
 
 def _log_summary(summary: dict) -> None:

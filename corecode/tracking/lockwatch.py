@@ -3,9 +3,9 @@
 ``dvc repro`` writes a stage's entry into dvc.lock after the stage's command has exited, so the command itself cannot
 know the lock that records its result. :func:`corecode.tracking.runs.stage_run` therefore ends a stage run under
 DVC by starting this module as a detached process (its own session, no pipes, so DVC does not wait for it). It
-waits until dvc.lock changes (DVC has locked the stage) or the ``dvc`` process has exited (nothing more will be
-written), then sets ``corecode.dvc_lock_sha256`` (the lock's hash) and ``corecode.git_dirty`` (re-checked: the
-updated dvc.lock differs from HEAD) on the stage run and on its parent.
+waits until DVC has recorded the stage (:func:`wait_for_lock`), then sets ``corecode.dvc_lock_sha256`` (the lock's
+hash) and ``corecode.git_dirty`` (re-checked: the updated dvc.lock differs from HEAD) on the stage run and on its
+parent.
 
 Usage (internal): ``python -m corecode.tracking.lockwatch TRACKING_URI DVC_INVOCATION LOCK_SHA256 STAGE_RUN_ID
 [PARENT_RUN_ID]``
@@ -50,13 +50,31 @@ def _dvc_alive(invocation: str) -> bool:
         return False
 
 
+def _single_item(invocation: str) -> bool:
+    """The ``dvc`` process is a ``dvc repro --single-item`` (one stage; corecode repro runs several side by side)."""
+    import psutil
+
+    try:
+        return "--single-item" in psutil.Process(int(invocation.split(":")[1])).cmdline()
+    except psutil.Error:
+        return False
+
+
 def wait_for_lock(invocation: str, lock_before: str, cwd: str | Path = ".", max_wait_s: float = MAX_WAIT_S) -> None:
-    """Return once dvc.lock's hash differs from ``lock_before`` or the ``dvc`` process is gone."""
+    """Return once the ``dvc`` process has recorded its stage in dvc.lock.
+
+    A ``dvc repro`` of several stages goes on to the next one, so that is when dvc.lock's hash first differs from
+    ``lock_before``. A ``dvc repro --single-item`` exits right after writing dvc.lock, and other stages' processes
+    may write it meanwhile (``corecode repro``), so that is when it is gone.
+    """
     from corecode.tracking.runs import file_sha256
 
+    single = _single_item(invocation)
     deadline = time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
-        if (file_sha256(Path(cwd) / "dvc.lock") or "-") != lock_before or not _dvc_alive(invocation):
+        if not _dvc_alive(invocation):
+            return
+        if not single and (file_sha256(Path(cwd) / "dvc.lock") or "-") != lock_before:
             return
         time.sleep(POLL_S)
 

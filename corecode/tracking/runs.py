@@ -180,6 +180,62 @@ def end_parent_run(tracking: TrackingParams, run_id: str, status: str = "FINISHE
     client.set_terminated(run_id, status=status)
 
 
+def checkout_tracking(root: str | Path, uri: str | None = None) -> TrackingParams:
+    """The ``tracking`` section of the params.yaml at ``root`` (defaults if absent), a relative sqlite path made
+    absolute; ``uri``, where given, replaces its tracking URI (a worker's ``MLFLOW_TRACKING_URI``).
+
+    Only that section is read: the flows and ``corecode repro`` also drive DVC projects whose params.yaml is not
+    corecode's.
+    """
+    import yaml
+
+    params_file = Path(root) / "params.yaml"
+    raw = (yaml.safe_load(params_file.read_text()) or {}) if params_file.is_file() else {}
+    try:
+        tp = TrackingParams.model_validate(raw.get("tracking") or {})
+    except ValueError as e:
+        raise ValueError(f"{params_file}: invalid 'tracking' section: {e}") from None
+    if uri:
+        return tp.model_copy(update={"uri": uri})
+    local = tracking_uri(tp)
+    if local.startswith("sqlite:///") and not local.startswith("sqlite:////"):
+        local = f"sqlite:///{(Path(root) / local[len('sqlite:///') :]).resolve()}"
+    return tp.model_copy(update={"uri": local})
+
+
+@contextlib.contextmanager
+def parent_run(
+    root: str | Path,
+    enabled: bool = True,
+    tags: dict[str, str] | None = None,
+    uri: str | None = None,
+    orchestrator: str = "prefect",
+) -> Iterator[tuple[str | None, str | None]]:
+    """One MLflow parent run for a pipeline run that an orchestrator (a Prefect flow, ``corecode repro``) drives
+    stage by stage, closed FINISHED or FAILED with it; yields (run id, tracking URI) for the stages'
+    ``CORECODE_PARENT_RUN_ID`` and ``MLFLOW_TRACKING_URI``.
+
+    ``tags`` are added to its ``corecode.orchestrator`` tag; ``uri`` replaces the checkout's tracking URI. Nothing
+    is opened, and (None, None) yielded, when ``enabled`` is false or the checkout's ``tracking.enabled`` is.
+    """
+    tp = checkout_tracking(root, uri) if enabled else None
+    if tp is None or not tp.enabled:
+        yield None, None
+        return
+    cwd = os.getcwd()
+    os.chdir(root)  # the experiment's default artifact root is relative to the cwd (contextlib.chdir is 3.11+)
+    try:
+        run_id = start_parent_run(tp, tags={"corecode.orchestrator": orchestrator, **(tags or {})})
+    finally:
+        os.chdir(cwd)
+    status = "FAILED"
+    try:
+        yield run_id, tp.uri
+        status = "FINISHED"
+    finally:
+        end_parent_run(tp, run_id, status, cwd=root)
+
+
 def record_skipped_stage(
     tracking: TrackingParams, parent_run_id: str, stage: str, reason: str, cwd: str | Path = "."
 ) -> str:

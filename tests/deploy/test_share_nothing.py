@@ -102,7 +102,7 @@ def test_pipeline_on_share_nothing_workers_survives_a_lost_gpu_worker_and_an_mlf
             local.stop_worker(p)
     assert restarted and killed
 
-    from flows.pipeline import stage_order
+    from corecode.pipeline.dag import stage_order
 
     order = stage_order(svc["src"])
     assert list(result["lock"]) == order  # every stage, in order, with its dvc.lock entry

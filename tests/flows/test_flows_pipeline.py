@@ -10,7 +10,8 @@ import yaml
 from conftest import DVC_YAML, make_project
 from mlflow import MlflowClient
 
-from flows.pipeline import pipeline, stage_order
+from corecode.pipeline.dag import stage_order
+from flows.pipeline import pipeline
 
 
 def _counts(side, stage) -> list[str]:

@@ -1,0 +1,72 @@
+"""The DVC pipeline's stage graph, read through DVC itself: which stages there are and what each waits for.
+
+Shared by ``corecode repro`` (independent stages side by side) and the Prefect flows (one task per stage).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def stage_graph(repo_dir: str | Path) -> dict[str, list[str]]:
+    """``{stage: [upstream stages]}`` of the DVC pipeline at ``repo_dir``, in dvc.yaml order.
+
+    Read through DVC's own index so that ``foreach``/``matrix`` stages (``evaluate@single_sft``), templating and
+    dvc.yaml files in subdirectories resolve exactly as ``dvc repro`` sees them. ``.dvc`` data files are not stages
+    to run and are left out.
+    """
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    cwd = os.getcwd()
+    os.chdir(repo_dir)  # DVC names stages relative to the cwd ("dvc.yaml:train" from elsewhere, "train" here)
+    try:
+        with Repo(".") as repo:
+            index = repo.index
+            stages = [s for s in index.stages if s.cmd]
+            runnable = {s.addressing for s in stages}
+            return {
+                s.addressing: [u.addressing for u in index.graph.successors(s) if u.addressing in runnable]
+                for s in stages
+            }
+    except DvcException as e:
+        raise ValueError(f"{repo_dir}: cannot read the DVC pipeline: {e}") from e
+    finally:
+        os.chdir(cwd)
+
+
+def stage_order(repo_dir: str | Path, targets: list[str] | None = None, upstream: bool = True) -> list[str]:
+    """Stages in dependency order (ties keep dvc.yaml order); with ``targets``, those and (if ``upstream``) every
+    stage they depend on.
+
+    A target names a stage (``train``, ``evaluate@magrpo``) or a whole foreach group (``evaluate``).
+    """
+    graph = stage_graph(repo_dir)
+    groups: dict[str, list[str]] = {}
+    for name in graph:
+        groups.setdefault(name, []).append(name)
+        if "@" in name:
+            groups.setdefault(name.split("@", 1)[0], []).append(name)
+    unknown = sorted(set(targets or []) - set(groups))
+    if unknown:
+        raise ValueError(f"{repo_dir}: unknown stage(s) {unknown}; known: {list(graph)}")
+    targets = [s for t in targets or [] for s in groups[t]]
+    wanted = set(graph)
+    if targets:
+        wanted, todo = set(), list(targets)
+        while todo:
+            s = todo.pop()
+            if s not in wanted:
+                wanted.add(s)
+                todo.extend(graph[s] if upstream else [])
+    order, done = [], set()
+    while len(order) < len(wanted):
+        ready = [
+            s for s in graph if s in wanted and s not in done and all(u in done or u not in wanted for u in graph[s])
+        ]
+        if not ready:
+            raise ValueError(f"{repo_dir}: dependency cycle among {sorted(wanted - done)}")
+        order.append(ready[0])
+        done.add(ready[0])
+    return order

@@ -1,0 +1,160 @@
+"""``corecode repro``: the DVC pipeline with its independent stages running side by side.
+
+``dvc repro`` runs one stage at a time. DVC's documented way to run independent branches in parallel is several
+``dvc repro --single-item <stage>`` processes: each releases the repository lock while its command runs and waits
+for it (``--wait-for-lock``) to record its outputs and its dvc.lock entry. DVC does not schedule them itself, and the
+Prefect flow runs one stage at a time, so this module does: it starts each stage once every stage it depends on is
+done, up to ``jobs`` at once, ties in dvc.yaml order.
+
+Like the Prefect flow, it opens one MLflow parent run for the stages it runs (when params.yaml's ``tracking`` is
+enabled) and hands it to them in ``CORECODE_PARENT_RUN_ID``. Every stage gets the same number of torch threads
+(``OMP_NUM_THREADS``) whatever runs beside it, so what a stage computes does not depend on the schedule. When a stage
+fails no new stage starts; the running ones finish and keep their outputs, and the error names the failed stage and
+what did not start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corecode.pipeline.dag import stage_graph, stage_order
+from corecode.tracking.runs import PARENT_ENV, parent_run
+
+POLL_S = 0.2
+TAIL_LINES = 40  # lines of a failed stage's output that its error repeats
+
+
+@dataclass
+class StageRun:
+    """One ``dvc repro --single-item`` process: its stage, start time, exit code and the tail of its output."""
+
+    stage: str
+    proc: subprocess.Popen
+    start: float
+    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    seconds: float = 0.0
+    reader: threading.Thread | None = None
+
+
+class ReproFailed(RuntimeError):
+    """A stage's ``dvc repro`` exited non-zero: which stage, its exit code, its last lines and what never started."""
+
+    def __init__(self, stage: str, returncode: int, tail: list[str], not_started: list[str]):
+        self.stage, self.returncode, self.tail, self.not_started = stage, returncode, tail, not_started
+        rest = f"; not started: {', '.join(not_started)}" if not_started else ""
+        super().__init__(f"stage {stage!r} failed (dvc repro exit {returncode}){rest}")
+
+
+def _last_frame(segment: bytes) -> str:
+    r"""A progress bar redraws itself with ``\r`` within one line: keep what it showed last."""
+    return segment.rsplit(b"\r", 1)[-1].decode(errors="replace").rstrip()
+
+
+def _relay(run: StageRun, width: int, echo: Callable[[str], None]) -> None:
+    """Echo a stage's output line by line, prefixed with its name, and keep its tail for an error message."""
+    assert run.proc.stdout is not None
+    for raw in run.proc.stdout:
+        line = _last_frame(raw.rstrip(b"\n"))
+        if line:
+            run.tail.append(line)
+            echo(f"{run.stage:<{width}} | {line}")
+
+
+def _start(stage: str, repo_dir: Path, env: dict[str, str], width: int, echo: Callable[[str], None]) -> StageRun:
+    cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "repro", "--single-item", stage]
+    proc = subprocess.Popen(cmd, cwd=repo_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    run = StageRun(stage, proc, time.monotonic())
+    run.reader = threading.Thread(target=_relay, args=(run, width, echo), daemon=True)
+    run.reader.start()
+    echo(f"{stage:<{width}} | started")
+    return run
+
+
+def _finish(run: StageRun) -> int:
+    run.seconds = time.monotonic() - run.start
+    if run.reader is not None:
+        run.reader.join(timeout=5)  # a child the stage left running may hold the pipe open
+    return run.proc.returncode
+
+
+def repro(
+    repo_dir: str | Path,
+    targets: list[str] | None = None,
+    jobs: int = 1,
+    threads: int = 1,
+    echo: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Reproduce the pipeline at ``repo_dir`` (or ``targets`` and what they depend on), ``jobs`` stages at a time,
+    each with ``threads`` torch threads; returns ``{stage: seconds}`` in the order the stages ended.
+
+    Raises :class:`ReproFailed` after the running stages have finished if any stage failed, and ``ValueError`` for
+    an unknown target or ``jobs``/``threads`` below 1.
+    """
+    if jobs < 1 or threads < 1:
+        raise ValueError(f"jobs and threads must be at least 1 (got jobs={jobs}, threads={threads})")
+    root = Path(repo_dir).resolve()
+    graph = stage_graph(root)
+    pending = stage_order(root, targets)
+    if _up_to_date(root, pending):
+        echo("every stage is up to date (dvc status)")
+        return {}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    with parent_run(root, orchestrator="corecode-repro") as (parent, uri):
+        if parent:  # the stages' MLflow runs nest under it (corecode.tracking.runs)
+            env.update({PARENT_ENV: parent, "MLFLOW_TRACKING_URI": uri})
+        return _run_stages(root, graph, pending, jobs, env, echo)
+
+
+def _up_to_date(root: Path, stages: list[str]) -> bool:
+    res = subprocess.run(
+        [sys.executable, "-m", "dvc", "status", "--json", *stages], cwd=root, capture_output=True, text=True
+    )
+    return res.returncode == 0 and json.loads(res.stdout or "{}") == {}
+
+
+def _run_stages(
+    root: Path, graph: dict[str, list[str]], pending: list[str], jobs: int, env: dict[str, str], echo
+) -> dict[str, float]:
+    """Start each of ``pending`` once its upstream stages are done, ``jobs`` at a time; see :func:`repro`."""
+    wanted = set(pending)
+    width = max(map(len, pending), default=0)
+    running: list[StageRun] = []
+    done: dict[str, float] = {}
+    failed: list[StageRun] = []
+    try:
+        while pending or running:
+            while not failed and len(running) < jobs:
+                ready = [s for s in pending if all(u in done for u in graph[s] if u in wanted)]
+                if not ready:
+                    break
+                pending.remove(ready[0])
+                running.append(_start(ready[0], root, env, width, echo))
+            if not running:  # only after a failure: what is left waits on it
+                break
+            time.sleep(POLL_S)
+            for run in [r for r in running if r.proc.poll() is not None]:
+                running.remove(run)
+                if _finish(run) == 0:
+                    done[run.stage] = run.seconds
+                    echo(f"{run.stage:<{width}} | done in {run.seconds:.0f} s")
+                else:
+                    failed.append(run)
+                    echo(f"{run.stage:<{width}} | FAILED (exit {run.proc.returncode}) after {run.seconds:.0f} s")
+    except KeyboardInterrupt:
+        for run in running:  # DVC stops a stage's command on SIGINT and leaves dvc.lock as it was
+            run.proc.send_signal(2)
+        for run in running:
+            _finish(run)
+        raise
+    if failed:
+        raise ReproFailed(failed[0].stage, failed[0].proc.returncode, list(failed[0].tail), pending)
+    return done
