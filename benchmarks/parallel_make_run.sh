@@ -28,7 +28,8 @@ timed() {  # NAME COMMAND...: run COMMAND in a fresh clone WORK/NAME, log to WOR
 
 side_s=$(timed side_by_side make run)
 echo "side by side (make run: corecode repro --jobs $cores --threads 1): $side_s s"
-serial_s=$(timed one_at_a_time bash -c "make setup && OMP_NUM_THREADS=$cores .venv/bin/dvc repro dvc.yaml")
+# make run before corecode repro: the venv first on PATH (the Makefile exports it), every core's threads in each stage
+serial_s=$(timed one_at_a_time bash -c "make setup && PATH=\$PWD/.venv/bin:\$PATH OMP_NUM_THREADS=$cores dvc repro dvc.yaml")
 echo "one at a time (dvc repro dvc.yaml, OMP_NUM_THREADS=$cores): $serial_s s"
 python3 -c "print(f'ratio one at a time / side by side: {$serial_s / $side_s:.3f}')"
 
