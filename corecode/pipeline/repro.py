@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -35,7 +36,7 @@ TAIL_LINES = 40  # lines of a failed stage's output that its error repeats
 
 @dataclass
 class StageRun:
-    """One ``dvc repro --single-item`` process: its stage, start time, exit code and the tail of its output."""
+    """One ``dvc repro --single-item`` process: its stage, when it started, how long it ran and its last lines."""
 
     stage: str
     proc: subprocess.Popen
@@ -122,7 +123,12 @@ def _up_to_date(root: Path, stages: list[str]) -> bool:
 
 
 def _run_stages(
-    root: Path, graph: dict[str, list[str]], pending: list[str], jobs: int, env: dict[str, str], echo
+    root: Path,
+    graph: dict[str, list[str]],
+    pending: list[str],
+    jobs: int,
+    env: dict[str, str],
+    echo: Callable[[str], None],
 ) -> dict[str, float]:
     """Start each of ``pending`` once its upstream stages are done, ``jobs`` at a time; see :func:`repro`."""
     wanted = set(pending)
@@ -151,8 +157,9 @@ def _run_stages(
                     echo(f"{run.stage:<{width}} | FAILED (exit {run.proc.returncode}) after {run.seconds:.0f} s")
     except KeyboardInterrupt:
         for run in running:  # DVC stops a stage's command on SIGINT and leaves dvc.lock as it was
-            run.proc.send_signal(2)
+            run.proc.send_signal(signal.SIGINT)
         for run in running:
+            run.proc.wait()
             _finish(run)
         raise
     if failed:
