@@ -36,13 +36,19 @@ def stage_graph(repo_dir: str | Path) -> dict[str, list[str]]:
         os.chdir(cwd)
 
 
-def stage_order(repo_dir: str | Path, targets: list[str] | None = None, upstream: bool = True) -> list[str]:
+def stage_order(
+    repo_dir: str | Path,
+    targets: list[str] | None = None,
+    upstream: bool = True,
+    graph: dict[str, list[str]] | None = None,
+) -> list[str]:
     """Stages in dependency order (ties keep dvc.yaml order); with ``targets``, those and (if ``upstream``) every
     stage they depend on.
 
-    A target names a stage (``train``, ``evaluate@magrpo``) or a whole foreach group (``evaluate``).
+    A target names a stage (``train``, ``evaluate@magrpo``) or a whole foreach group (``evaluate``). ``graph`` is
+    :func:`stage_graph`'s result where the caller has it already (reading it loads DVC's index).
     """
-    graph = stage_graph(repo_dir)
+    graph = graph if graph is not None else stage_graph(repo_dir)
     groups: dict[str, list[str]] = {}
     for name in graph:
         groups.setdefault(name, []).append(name)

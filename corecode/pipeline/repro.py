@@ -104,7 +104,7 @@ def repro(
         raise ValueError(f"jobs and threads must be at least 1 (got jobs={jobs}, threads={threads})")
     root = Path(repo_dir).resolve()
     graph = stage_graph(root)
-    pending = stage_order(root, targets)
+    pending = stage_order(root, targets, graph=graph)
     if _up_to_date(root, pending):
         echo("every stage is up to date (dvc status)")
         return {}
