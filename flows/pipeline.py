@@ -26,7 +26,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
-from corecode.pipeline.dag import stage_order
+from corecode.pipeline.dag import DvcStatusFailed, stage_order, stages_changed
 from corecode.tracking.runs import PARENT_ENV, parent_run
 
 # Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
@@ -55,11 +55,12 @@ def _dvc(args: list[str], repo_dir: Path, env: dict[str, str] | None = None) -> 
 
 
 def stage_up_to_date(stage: str, repo_dir: Path) -> bool:
-    """``dvc status <stage>`` reports nothing changed (deps, outs, params and cmd match dvc.lock)."""
-    res = _dvc(["status", stage, "--json"], repo_dir)
-    if res.returncode != 0:
-        raise StageFailed(stage, res.returncode, res.stdout + res.stderr)
-    return json.loads(res.stdout or "{}") == {}
+    """``dvc status <stage>`` reports nothing changed (deps, outs, params and cmd match dvc.lock); a failing
+    ``dvc status`` is a stage failure, which Prefect retries."""
+    try:
+        return stages_changed(repo_dir, [stage]) == {}
+    except DvcStatusFailed as e:
+        raise StageFailed(stage, e.returncode, e.output) from e
 
 
 def _retry_transient(task, task_run, state) -> bool:

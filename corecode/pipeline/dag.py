@@ -5,8 +5,19 @@ Shared by ``corecode repro`` (independent stages side by side) and the Prefect f
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+
+class DvcStatusFailed(RuntimeError):
+    """``dvc status`` itself failed (a broken dvc.yaml, a lock it could not read), as opposed to reporting changes."""
+
+    def __init__(self, returncode: int, output: str):
+        self.returncode, self.output = returncode, output
+        super().__init__(f"dvc status exited with {returncode}\n{output[-4000:]}")
 
 
 def stage_graph(repo_dir: str | Path) -> dict[str, list[str]]:
@@ -76,3 +87,17 @@ def stage_order(
         order.append(ready[0])
         done.add(ready[0])
     return order
+
+
+def stages_changed(repo_dir: str | Path, stages: list[str]) -> dict:
+    """``dvc status --json`` of ``stages``: what differs from dvc.lock per stage, ``{}`` when every one matches.
+
+    Runs the DVC of this Python environment (a worker's PATH need not contain the venv). Raises
+    :class:`DvcStatusFailed` when DVC cannot answer; each caller decides what that means (the Prefect task retries,
+    ``corecode repro`` runs the stages).
+    """
+    cmd = [sys.executable, "-m", "dvc", "status", "--json", *stages]
+    res = subprocess.run(cmd, cwd=repo_dir, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise DvcStatusFailed(res.returncode, res.stdout + res.stderr)
+    return json.loads(res.stdout or "{}")

@@ -15,7 +15,6 @@ what did not start.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corecode.pipeline.dag import stage_graph, stage_order
+from corecode.pipeline.dag import DvcStatusFailed, stage_graph, stage_order, stages_changed
 from corecode.tracking.runs import PARENT_ENV, parent_run
 
 POLL_S = 0.2
@@ -116,10 +115,11 @@ def repro(
 
 
 def _up_to_date(root: Path, stages: list[str]) -> bool:
-    res = subprocess.run(
-        [sys.executable, "-m", "dvc", "status", "--json", *stages], cwd=root, capture_output=True, text=True
-    )
-    return res.returncode == 0 and json.loads(res.stdout or "{}") == {}
+    """Every stage matches dvc.lock; when ``dvc status`` cannot tell, the stages run and ``dvc repro`` decides."""
+    try:
+        return stages_changed(root, stages) == {}
+    except DvcStatusFailed:
+        return False
 
 
 def _run_stages(

@@ -136,3 +136,19 @@ def test_bad_arguments(project):
         repro(project, ["nope"])
     with pytest.raises(ValueError, match="jobs and threads must be at least 1"):
         repro(project, jobs=0)
+
+
+def test_stages_changed_reports_dvc_status_and_its_failures(project):
+    from corecode.pipeline.dag import DvcStatusFailed, stages_changed
+    from flows.pipeline import StageFailed, stage_up_to_date
+
+    assert set(stages_changed(project, ["a", "b"])) == {"a", "b"}  # never run: both differ from dvc.lock
+    repro(project, ["a"], jobs=1, echo=lambda line: None)
+    assert stages_changed(project, ["a"]) == {} and stage_up_to_date("a", project)
+    assert set(stages_changed(project, [])) == {"b", "c"}  # no stages: the whole pipeline
+    (project / "dvc.lock").write_text("schema: '2.0'\nstages: [unclosed\n")
+    with pytest.raises(DvcStatusFailed, match="dvc status exited with") as err:
+        stages_changed(project, ["a"])
+    assert "dvc.lock" in err.value.output  # DVC's own message names the file
+    with pytest.raises(StageFailed, match="stage 'a'"):  # the Prefect task retries it as a stage failure
+        stage_up_to_date("a", project)
