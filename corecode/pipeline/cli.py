@@ -85,11 +85,16 @@ def register(app: typer.Typer) -> None:
         jobs: int = typer.Option(1, "--jobs", "-j", help="Stages that may run at once."),
         threads: int = typer.Option(1, "--threads", help="Torch threads (OMP_NUM_THREADS) of every stage."),
         repo: Path = typer.Option(Path("."), "--repo", help="The DVC project to reproduce."),
+        force: bool = typer.Option(False, "--force", "-f", help="Run every selected stage, even if up to date."),
+        dry: bool = typer.Option(False, "--dry", help="Print the stages that would run and why; run nothing."),
     ) -> None:
         """dvc repro, with up to JOBS independent stages at once (dvc repro --single-item each, THREADS threads)."""
-        from corecode.pipeline.repro import ReproFailed
+        from corecode.pipeline.repro import ReproFailed, stages_to_run
         from corecode.pipeline.repro import repro as run_pipeline
 
+        if dry:
+            _print_dry_run(stages_to_run(repo, targets or None, force))
+            return
         lock = threading.Lock()
 
         def echo(line: str) -> None:
@@ -98,12 +103,29 @@ def register(app: typer.Typer) -> None:
 
         start = time.monotonic()
         try:
-            seconds = run_pipeline(repo, targets or None, jobs, threads, echo)
+            seconds = run_pipeline(repo, targets or None, jobs, threads, echo, force)
         except ReproFailed as e:
             typer.echo("\n".join(f"{e.stage} | {line}" for line in e.tail), err=True)
             fail(str(e), code=1)
         ran = sum(seconds.values())
         typer.echo(f"{len(seconds)} stages in {time.monotonic() - start:.0f} s ({ran:.0f} s of stage time)")
+
+
+def _print_dry_run(would_start) -> None:
+    """``corecode repro --dry``: each stage that would start, and why."""
+    width = max((len(run.stage) for run in would_start), default=0)
+    for run in would_start:
+        after = ", ".join(run.after[:3]) + (f" and {len(run.after) - 3} more" if len(run.after) > 3 else "")
+        why = ", ".join(run.changed) if run.changed else f"checked after {after}"
+        typer.echo(f"{run.stage:<{width}} | {why}")
+    changed = sum(1 for run in would_start if run.changed)
+    if not would_start:
+        typer.echo("every stage is up to date (dvc status)")
+    else:
+        typer.echo(
+            f"{changed} stage(s) changed; {len(would_start) - changed} more start after them and run only if their "
+            "inputs change"
+        )
 
 
 def _log_summary(summary: dict) -> None:

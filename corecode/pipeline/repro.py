@@ -4,7 +4,8 @@
 ``dvc repro --single-item <stage>`` processes: each releases the repository lock while its command runs and waits
 for it (``--wait-for-lock``) to record its outputs and its dvc.lock entry. DVC does not schedule them itself, and the
 Prefect flow runs one stage at a time, so this module does: it starts each stage once every stage it depends on is
-done, up to ``jobs`` at once, ties in dvc.yaml order.
+done, up to ``jobs`` at once, ties in dvc.yaml order. It starts only the stages ``dvc status`` reports changed and
+those downstream of them (:func:`stages_to_run`); a stage no change reaches is not started at all.
 
 Like the Prefect flow, it opens one MLflow parent run for the stages it runs (when params.yaml's ``tracking`` is
 enabled) and hands it to them in ``CORECODE_PARENT_RUN_ID``. Every stage gets the same number of torch threads
@@ -25,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from corecode.pipeline.dag import DvcStatusFailed, stage_graph, stage_order, stages_changed
 from corecode.tracking.runs import PARENT_ENV, parent_run
@@ -69,8 +71,11 @@ def _relay(run: StageRun, width: int, echo: Callable[[str], None]) -> None:
             echo(f"{run.stage:<{width}} | {line}")
 
 
-def _start(stage: str, repo_dir: Path, env: dict[str, str], width: int, echo: Callable[[str], None]) -> StageRun:
-    cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "repro", "--single-item", stage]
+def _start(
+    stage: str, repo_dir: Path, env: dict[str, str], width: int, echo: Callable[[str], None], force: bool = False
+) -> StageRun:
+    flags = ["--single-item", "--force"] if force else ["--single-item"]
+    cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "repro", *flags, stage]
     proc = subprocess.Popen(cmd, cwd=repo_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     run = StageRun(stage, proc, time.monotonic())
     run.reader = threading.Thread(target=_relay, args=(run, width, echo), daemon=True)
@@ -92,34 +97,70 @@ def repro(
     jobs: int = 1,
     threads: int = 1,
     echo: Callable[[str], None] = print,
+    force: bool = False,
 ) -> dict[str, float]:
     """Reproduce the pipeline at ``repo_dir`` (or ``targets`` and what they depend on), ``jobs`` stages at a time,
     each with ``threads`` torch threads; returns ``{stage: seconds}`` in the order the stages ended.
 
-    Raises :class:`ReproFailed` after the running stages have finished if any stage failed, and ``ValueError`` for
-    an unknown target or ``jobs``/``threads`` below 1.
+    Only the stages of :func:`stages_to_run` start, and each one's ``dvc repro`` still decides whether it runs;
+    ``force`` runs every selected stage (``dvc repro --force``). Raises :class:`ReproFailed` after the running stages
+    have finished if any stage failed, and ``ValueError`` for an unknown target or ``jobs``/``threads`` below 1.
     """
     if jobs < 1 or threads < 1:
         raise ValueError(f"jobs and threads must be at least 1 (got jobs={jobs}, threads={threads})")
     root = Path(repo_dir).resolve()
     graph = stage_graph(root)
-    pending = stage_order(root, targets, graph=graph)
-    if _up_to_date(root, pending):
+    pending = [run.stage for run in stages_to_run(root, targets, force, graph)]
+    if not pending:
         echo("every stage is up to date (dvc status)")
         return {}
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     with parent_run(root, orchestrator="corecode-repro") as (parent, uri):
         if parent:  # the stages' MLflow runs nest under it (corecode.tracking.runs)
             env.update({PARENT_ENV: parent, "MLFLOW_TRACKING_URI": uri})
-        return _run_stages(root, graph, pending, jobs, env, echo)
+        return _run_stages(root, graph, pending, jobs, env, echo, force)
 
 
-def _up_to_date(root: Path, stages: list[str]) -> bool:
-    """Every stage matches dvc.lock; when ``dvc status`` cannot tell, the stages run and ``dvc repro`` decides."""
+class ToRun(NamedTuple):
+    """A stage :func:`repro` starts: what ``dvc status`` says changed in it, and the started stages it waits for."""
+
+    stage: str
+    changed: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+def stages_to_run(
+    repo_dir: str | Path,
+    targets: list[str] | None = None,
+    force: bool = False,
+    graph: dict[str, list[str]] | None = None,
+) -> list[ToRun]:
+    """The stages a :func:`repro` starts, in the order it would start them one at a time.
+
+    A stage starts when ``dvc status`` reports it changed, or after a stage it depends on. In the second case its own
+    ``dvc repro`` runs its command only if what ran before it changed its inputs, which no one can know beforehand.
+    When ``dvc status`` itself fails, or with ``force``, every selected stage starts.
+    """
+    root = Path(repo_dir).resolve()
+    graph = graph if graph is not None else stage_graph(root)
+    order = stage_order(root, targets, graph=graph)
+    if force:
+        return [ToRun(stage, ("forced",), ()) for stage in order]
     try:
-        return stages_changed(root, stages) == {}
-    except DvcStatusFailed:
-        return False
+        changed = stages_changed(root, order)
+    except DvcStatusFailed as e:
+        return [ToRun(stage, (f"dvc status failed (exit {e.returncode})",), ()) for stage in order]
+    runs: dict[str, ToRun] = {}
+    for stage in order:  # dependency order: a stage's upstream stages are decided before it
+        after = tuple(u for u in graph[stage] if u in runs)
+        if stage in changed or after:
+            runs[stage] = ToRun(stage, tuple(_what_changed(changed.get(stage, []))), after)
+    return list(runs.values())
+
+
+def _what_changed(entries: list) -> list[str]:
+    """``dvc status --json``'s entries of one stage (``{"changed deps": {...}}``, ``"always changed"``) as words."""
+    return [key for entry in entries for key in ([entry] if isinstance(entry, str) else entry)]
 
 
 def _run_stages(
@@ -129,6 +170,7 @@ def _run_stages(
     jobs: int,
     env: dict[str, str],
     echo: Callable[[str], None],
+    force: bool = False,
 ) -> dict[str, float]:
     """Start each of ``pending`` once its upstream stages are done, ``jobs`` at a time; see :func:`repro`."""
     wanted = set(pending)
@@ -143,7 +185,7 @@ def _run_stages(
                 if not ready:
                     break
                 pending.remove(ready[0])
-                running.append(_start(ready[0], root, env, width, echo))
+                running.append(_start(ready[0], root, env, width, echo, force))
             if not running:  # only after a failure: what is left waits on it
                 break
             time.sleep(POLL_S)

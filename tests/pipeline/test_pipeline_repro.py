@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corecode.pipeline.repro import ReproFailed, repro
+from corecode.pipeline.repro import ReproFailed, repro, stages_to_run
 
 # Two slow independent branches (a, b) that join in c. Each stage records when it ran and its OMP_NUM_THREADS.
 DVC_YAML = """\
@@ -152,3 +152,33 @@ def test_stages_changed_reports_dvc_status_and_its_failures(project):
     assert "dvc.lock" in err.value.output  # DVC's own message names the file
     with pytest.raises(StageFailed, match="stage 'a'"):  # the Prefect task retries it as a stage failure
         stage_up_to_date("a", project)
+
+
+def test_only_changed_stages_and_what_follows_them_run(project, monkeypatch):
+    monkeypatch.setenv("STEP_SLEEP", "0")
+    repro(project, jobs=2, echo=lambda line: None)
+    assert stages_to_run(project) == []
+    dvc_yaml = project / "dvc.yaml"
+    dvc_yaml.write_text(DVC_YAML.replace("cmd: python step.py a", "cmd: python ./step.py a"))  # a's command changed
+    assert stages_to_run(project) == [("a", ("changed command",), ()), ("c", (), ("a",))]
+    res = subprocess.run(
+        [sys.executable, "-m", "corecode.cli", "repro", "--repo", str(project), "--dry"], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "a | changed command",
+        "c | checked after a",
+        "1 stage(s) changed; 1 more start after them and run only if their inputs change",
+    ]
+    assert len(_spans(project)) == 3  # --dry ran nothing
+    lines: list[str] = []
+    assert set(repro(project, jobs=2, echo=lines.append)) == {"a", "c"}
+    assert not any(line.startswith("b ") for line in lines)  # b was never started
+    # a wrote what it wrote before, so c's own dvc repro found nothing changed and skipped its command
+    ran = [json.loads(line)[0] for line in (project.parent / "spans.jsonl").read_text().splitlines()]
+    assert ran[3:] == ["a"] and _dvc_status(project) == {}
+    # --force runs a stage dvc status calls up to date
+    assert stages_to_run(project, ["b"], force=True) == [("b", ("forced",), ())]
+    assert set(repro(project, ["b"], force=True, echo=lambda line: None)) == {"b"}
+    ran = [json.loads(line)[0] for line in (project.parent / "spans.jsonl").read_text().splitlines()]
+    assert ran[3:] == ["a", "b"]
