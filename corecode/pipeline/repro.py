@@ -115,6 +115,8 @@ def repro(
         echo("every stage is up to date (dvc status)")
         return {}
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    # Stage commands call `corecode`, `dvc` and `python` by name: this environment's, even when it is not activated.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     with parent_run(root, orchestrator="corecode-repro") as (parent, uri):
         if parent:  # the stages' MLflow runs nest under it (corecode.tracking.runs)
             env.update({PARENT_ENV: parent, "MLFLOW_TRACKING_URI": uri})

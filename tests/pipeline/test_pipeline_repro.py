@@ -182,3 +182,15 @@ def test_only_changed_stages_and_what_follows_them_run(project, monkeypatch):
     assert set(repro(project, ["b"], force=True, echo=lambda line: None)) == {"b"}
     ran = [json.loads(line)[0] for line in (project.parent / "spans.jsonl").read_text().splitlines()]
     assert ran[3:] == ["a", "b"]
+
+
+def test_stage_commands_find_this_environments_tools_without_an_activated_venv(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    root.mkdir()
+    for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=root, check=True)
+    (root / "dvc.yaml").write_text("stages:\n  help:\n    cmd: corecode --help > help.txt\n    outs: [help.txt]\n")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no venv: `corecode` is only beside this interpreter
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    assert set(repro(root, echo=lambda line: None)) == {"help"}
+    assert "repro" in (root / "help.txt").read_text()
