@@ -14,7 +14,6 @@ runs independent stages of one checkout side by side).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,8 +25,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Completed, State
 from prefect.tasks import exponential_backoff
 
-from corecode.pipeline.dag import DvcStatusFailed, stage_order, stages_changed
-from corecode.tracking.runs import PARENT_ENV, parent_run
+from corecode.pipeline.dag import DvcStatusFailed, stage_env, stage_order, stages_changed
+from corecode.tracking.runs import parent_run
 
 # Stages that train on an accelerator: tagged "gpu" so `prefect concurrency-limit create gpu 1` serialises them
 # across flow runs, and the GPU deployments (prefect.yaml) select them.
@@ -93,11 +92,7 @@ def run_stage(
             _record_skip(root, stage, parent_run_id, tracking_uri)
         result = {"stage": stage, "status": "skipped", "seconds": 0.0}
         return Completed(name="Skipped", message="up to date in dvc.lock (dvc status clean)", data=result)
-    env = dict(os.environ)
-    if parent_run_id:
-        env[PARENT_ENV] = parent_run_id
-    if tracking_uri:
-        env["MLFLOW_TRACKING_URI"] = tracking_uri
+    env = stage_env(parent_run_id, tracking_uri)
     start = time.monotonic()
     res = _dvc(["repro", "--single-item", stage], root, env)
     seconds = round(time.monotonic() - start, 2)

@@ -383,6 +383,7 @@ def run_stage(
 
 def _run_stage(stage, git_url, commit, lock, run_key, worker_dir, parent_run_id, log) -> dict[str, Any]:
     from corecode.deploy.dvc_cli import is_host_key_error
+    from corecode.pipeline.dag import stage_env
 
     worker_dir = worker_dir or os.environ.get("CORECODE_WORKER_DIR")
     if not worker_dir:
@@ -400,12 +401,10 @@ def _run_stage(stage, git_url, commit, lock, run_key, worker_dir, parent_run_id,
         log(f"{stage}: restored checkpoints {restored} from the remote")
     push_log = Path(worker_dir).resolve() / f"checkpoint-pushes-{stage}.jsonl"
     push_log.unlink(missing_ok=True)
-    env = dict(os.environ)
-    env.update({SYNC_ENV: prefix, START_ID_ENV: start_models_id(inputs), PUSH_LOG_ENV: str(push_log)})
+    env = stage_env(
+        parent_run_id, **{SYNC_ENV: prefix, START_ID_ENV: start_models_id(inputs), PUSH_LOG_ENV: str(push_log)}
+    )
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])  # the commit's code
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    if parent_run_id:
-        env["CORECODE_PARENT_RUN_ID"] = parent_run_id
     start = time.monotonic()
     res = _dvc(["repro", "--single-item", stage], root, env)
     seconds = round(time.monotonic() - start, 2)

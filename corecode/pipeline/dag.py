@@ -1,6 +1,8 @@
-"""The DVC pipeline's stage graph, read through DVC itself: which stages there are and what each waits for.
+"""The DVC pipeline's stage graph, read through DVC itself: which stages there are, what each waits for, which
+differ from dvc.lock, and the environment a stage's ``dvc repro`` runs in.
 
-Shared by ``corecode repro`` (independent stages side by side) and the Prefect flows (one task per stage).
+Shared by ``corecode repro`` (independent stages side by side), the Prefect flows (one task per stage) and the
+share-nothing worker.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from corecode.tracking.runs import PARENT_ENV
 
 
 class DvcStatusFailed(RuntimeError):
@@ -101,3 +105,19 @@ def stages_changed(repo_dir: str | Path, stages: list[str]) -> dict:
     if res.returncode != 0:
         raise DvcStatusFailed(res.returncode, res.stdout + res.stderr)
     return json.loads(res.stdout or "{}")
+
+
+def stage_env(parent_run_id: str | None = None, tracking_uri: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of one stage's ``dvc repro``: this process's plus ``extra``, with this Python environment's
+    bin directory first on PATH and, when given, the MLflow parent run the stage's run nests under.
+
+    Stage commands call ``corecode``, ``dvc`` and ``python`` by name, and neither a Prefect worker nor
+    ``.venv/bin/corecode repro`` needs the venv activated.
+    """
+    env = {**os.environ, **extra}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if parent_run_id:
+        env[PARENT_ENV] = parent_run_id
+    if tracking_uri:
+        env["MLFLOW_TRACKING_URI"] = tracking_uri
+    return env

@@ -16,7 +16,6 @@ what did not start.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -28,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from corecode.pipeline.dag import DvcStatusFailed, stage_graph, stage_order, stages_changed
-from corecode.tracking.runs import PARENT_ENV, parent_run
+from corecode.pipeline.dag import DvcStatusFailed, stage_env, stage_graph, stage_order, stages_changed
+from corecode.tracking.runs import parent_run
 
 POLL_S = 0.2
 TAIL_LINES = 40  # lines of a failed stage's output that its error repeats
@@ -114,12 +113,9 @@ def repro(
     if not pending:
         echo("every stage is up to date (dvc status)")
         return {}
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    # Stage commands call `corecode`, `dvc` and `python` by name: this environment's, even when it is not activated.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     with parent_run(root, orchestrator="corecode-repro") as (parent, uri):
-        if parent:  # the stages' MLflow runs nest under it (corecode.tracking.runs)
-            env.update({PARENT_ENV: parent, "MLFLOW_TRACKING_URI": uri})
+        # the stages' MLflow runs nest under the parent (corecode.tracking.runs)
+        env = stage_env(parent, uri if parent else None, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
         return _run_stages(root, graph, pending, jobs, env, echo, force)
 
 

@@ -194,3 +194,16 @@ def test_stage_commands_find_this_environments_tools_without_an_activated_venv(t
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     assert set(repro(root, echo=lambda line: None)) == {"help"}
     assert "repro" in (root / "help.txt").read_text()
+
+
+def test_stage_env_is_what_every_orchestrator_hands_a_stage(monkeypatch):
+    from corecode.pipeline.dag import stage_env
+    from corecode.tracking.runs import PARENT_ENV
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv(PARENT_ENV, raising=False)
+    env = stage_env(OMP_NUM_THREADS="3")
+    assert env["PATH"] == f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin" and env["OMP_NUM_THREADS"] == "3"
+    assert PARENT_ENV not in env and env.get("MLFLOW_TRACKING_URI") == os.environ.get("MLFLOW_TRACKING_URI")
+    env = stage_env("run-1", "sqlite:///x.db")
+    assert env[PARENT_ENV] == "run-1" and env["MLFLOW_TRACKING_URI"] == "sqlite:///x.db"
