@@ -544,12 +544,37 @@ class TransformersGenerator:
         with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            out = self.model.generate_batch(inputs=ids, generation_config=cfg, max_new_tokens=max_new)
+            out = self.model.generate_batch(
+                inputs=ids,
+                generation_config=cfg,
+                max_new_tokens=max_new,
+                **self._paged_cache_for(ids, max_new),
+            )
         ordered = sorted(out.values(), key=lambda r: int(r.request_id.rsplit("_", 1)[-1]))
         if len(ordered) != len(ids) or any(r.error for r in ordered):
             errors = [r.error for r in ordered if r.error]
             raise RuntimeError(f"continuous batching returned {len(ordered)}/{len(ids)} results; errors: {errors[:3]}")
         return [self._finish(list(r.generated_tokens), params) for r in ordered]
+
+    def _paged_cache_for(self, ids: list[list[int]], max_new: int) -> dict:
+        """On CPU, a paged cache just large enough for this call's rows (``continuous_batching_config``): every row's
+        prompt and new tokens in whole pages, and the whole prefill in one batch.
+
+        transformers sizes the cache from the device's free memory, which on a CPU is the host's RAM: for two short
+        prompts it filled about 14 GiB on a 24 GiB machine, 20 s a call (benchmarks/continuous_cache.py). On a GPU that
+        sizing is the point (throughput over many calls), so it is kept there. Versions of transformers without
+        ``ContinuousBatchingConfig`` keep their own sizing too.
+        """
+        if self.device.type != "cpu":
+            return {}
+        try:
+            from transformers import ContinuousBatchingConfig
+        except ImportError:
+            return {}
+        page = ContinuousBatchingConfig().page_size
+        blocks = sum(_round_up(len(x) + max_new, page) // page for x in ids)
+        prefill = sum(len(x) for x in ids)
+        return {"continuous_batching_config": ContinuousBatchingConfig(num_blocks=blocks, max_batch_tokens=prefill)}
 
     def _decode_static(
         self, enc, rows: int, max_new: int, params: SamplingParams, chunk_index: int

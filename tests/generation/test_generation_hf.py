@@ -104,6 +104,11 @@ def test_continuous_batching_path_matches(tiny_ckpt, gen):
     cont = TransformersGenerator(str(tiny_ckpt), fast_path="continuous")
     out = cont.generate(PROMPTS, GREEDY)
     assert [o[0].text for o in out] == [F_BODY, G_BODY]
+    # On CPU the paged cache holds this call's rows, one 256-token page each, not transformers' share of the host's
+    # free RAM (about 14 GiB on a 24 GiB machine, benchmarks/continuous_cache.py).
+    ids, max_new = cont._encode(PROMPTS, GREEDY.max_new_tokens)
+    cfg = cont._paged_cache_for(ids, max_new)["continuous_batching_config"]
+    assert (cfg.num_blocks, cfg.max_batch_tokens) == (2, sum(map(len, ids)))
 
 
 def test_long_prompt_is_clamped_to_model_positions(gen):
